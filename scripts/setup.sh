@@ -1,0 +1,41 @@
+#!/bin/sh
+# Installs what lighten needs on Debian 12, as root, and nothing else.
+#
+# Debian packages: Apache 2.4, lighttpd 1.4 with mod_magnet (Lua), PHP through FastCGI,
+# the Lua compiler used to check generated scripts, and ab/htpasswd.  Services are not
+# started while installing (a temporary policy-rc.d refuses it); lighten starts its own
+# sandboxed servers on loopback and never uses the system ones.  A Rust toolchain is
+# installed with rustup when cargo is missing.
+set -eu
+
+PACKAGES="apache2 apache2-utils lighttpd lighttpd-modules-lua php-cgi lua5.4 ca-certificates curl"
+
+missing=""
+for p in $PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup: missing Debian packages:$missing; run as root to install them" >&2
+        exit 2
+    fi
+    echo "setup: installing Debian packages:$missing"
+    policy_made=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        policy_made=1
+    fi
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+    if [ -n "$policy_made" ]; then rm -f /usr/sbin/policy-rc.d; fi
+else
+    echo "setup: Debian packages present"
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+    echo "setup: installing the Rust toolchain with rustup"
+    curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt
+fi

@@ -1,0 +1,109 @@
+//! The command line as clap reads it.  Nothing below `cli` sees these types: each command
+//! resolves them once into the settings its library call takes.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lighten",
+    version,
+    about = "Move websites from Apache httpd to lighttpd, and prove and measure the move",
+    after_help = "Examples:\n  lighten inspect /etc/apache2/apache2.conf\n  lighten inspect --sysroot fixtures/plesk fixtures/plesk/var/www/vhosts\n  lighten directives --status unsupported"
+)]
+pub struct Cli {
+    /// When to colour diagnostics
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    pub color: ColorChoice,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Read an Apache configuration and show what lighten understands of it
+    #[command(after_help = "\
+Examples:
+  lighten inspect /etc/apache2/apache2.conf
+  lighten inspect --json /etc/httpd/conf/httpd.conf > model.json
+  lighten inspect --sysroot fixtures/plesk fixtures/plesk/var/www/vhosts
+  lighten inspect --server-name example.test /var/www/html
+
+CONFIG is an httpd.conf/apache2.conf, a Plesk vhosts root (the folder holding
+system/<domain>/conf/httpd.conf), or a document root with .htaccess files.
+
+Exit status: 0 read cleanly; 1 read, but some .htaccess would make Apache answer 500;
+2 the server configuration has errors or could not be read.")]
+    Inspect(InspectArgs),
+    /// List the Apache directives lighten knows and what the lighttpd target does with each
+    #[command(after_help = "\
+Examples:
+  lighten directives
+  lighten directives --module mod_rewrite.c
+  lighten directives --status unsupported --json")]
+    Directives(DirectivesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Read absolute paths in the configuration under this folder (a copy of a server's files)
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+    /// ServerRoot to start from, instead of the configuration file's folder
+    #[arg(long, value_name = "DIR")]
+    pub server_root: Option<String>,
+    /// Define a variable, as `apache2 -D NAME` or `Define NAME VALUE` would
+    #[arg(short = 'D', long = "define", value_name = "NAME[=VALUE]")]
+    pub defines: Vec<String>,
+    /// The Apache version <IfVersion> compares against
+    #[arg(long, value_name = "VERSION", default_value = crate::config::DEFAULT_APACHE_VERSION)]
+    pub apache_version: String,
+    /// For a Plesk vhosts root: the server-wide apache2.conf or httpd.conf
+    #[arg(long, value_name = "FILE")]
+    pub server_config: Option<String>,
+    /// For a document root: the host name it is served as
+    #[arg(long, value_name = "NAME", default_value = "localhost")]
+    pub server_name: String,
+    /// Visit at most this many directory entries looking for .htaccess files
+    #[arg(long, value_name = "N", default_value_t = crate::config::DEFAULT_WALK_LIMIT)]
+    pub walk_limit: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
+    pub config: PathBuf,
+    /// Print the model as JSON (see docs/inspect-json.md)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DirectivesArgs {
+    /// Only directives with this status
+    #[arg(long, value_enum)]
+    pub status: Option<StatusArg>,
+    /// Only directives of this module (its source file name, e.g. mod_rewrite.c)
+    #[arg(long)]
+    pub module: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum StatusArg {
+    Translated,
+    Approximated,
+    Ignored,
+    Unsupported,
+}

@@ -1,0 +1,69 @@
+//! `lighten inspect`.
+
+use super::args::{InspectArgs, LoadArgs};
+use crate::config::{self, LoadOptions};
+use crate::diagnostic::{Diagnostic, Diagnostics, Severity, render};
+use crate::source::{FileKind, SourceMap, Sysroot};
+use crate::{inspect, model};
+use std::io::Write;
+
+pub fn load_options(a: &LoadArgs) -> LoadOptions {
+    LoadOptions {
+        sysroot: a.sysroot.as_ref().map(Sysroot::at).unwrap_or_else(Sysroot::host),
+        server_root: a.server_root.clone(),
+        defines: a
+            .defines
+            .iter()
+            .map(|d| match d.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (d.clone(), None),
+            })
+            .collect(),
+        apache_version: a.apache_version.clone(),
+        server_config: a.server_config.clone(),
+        server_name: a.server_name.clone(),
+        walk_limit: a.walk_limit,
+    }
+}
+
+pub fn run(a: InspectArgs, color: bool) -> anyhow::Result<i32> {
+    let opts = load_options(&a.load);
+    let mut config = config::load(&a.config, &opts)?;
+    let (model, model_diags) = model::build(&mut config);
+    let mut diags = Diagnostics::new();
+    diags.extend(std::mem::take(&mut config.diagnostics));
+    diags.extend(model_diags);
+    diags.sort();
+    let diags = diags.into_vec();
+    let code = exit_code(&config.sources, &diags);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        out.write_all(inspect::json(&model, &diags, &config.sources).as_bytes())?;
+    } else {
+        out.write_all(inspect::text(&model, &config.sources).as_bytes())?;
+        out.flush()?;
+        let mut err = std::io::stderr().lock();
+        err.write_all(render::text(&config.sources, &diags, color).as_bytes())?;
+        err.write_all(summary(&diags).as_bytes())?;
+    }
+    Ok(code)
+}
+
+/// 2 when the server configuration has errors, 1 when only .htaccess files do, else 0.
+pub fn exit_code(map: &SourceMap, diags: &[Diagnostic]) -> i32 {
+    let mut code = 0;
+    for d in diags.iter().filter(|d| d.severity == Severity::Error) {
+        let in_htaccess = d.span.is_some_and(|s| map.file(s.file).kind == FileKind::Htaccess);
+        code = code.max(if in_htaccess { 1 } else { 2 });
+    }
+    code
+}
+
+fn summary(diags: &[Diagnostic]) -> String {
+    let count = |s| diags.iter().filter(|d| d.severity == s).count();
+    let (e, w, n) = (count(Severity::Error), count(Severity::Warning), count(Severity::Note));
+    if e + w + n == 0 {
+        return String::new();
+    }
+    format!("{e} error(s), {w} warning(s), {n} note(s)\n")
+}

@@ -1,0 +1,338 @@
+//! The configuration as Apache reads it at startup: the input classified (config file,
+//! Plesk vhosts root, document root), includes followed, `${VAR}` substituted, conditional
+//! sections decided, every directive checked against the catalogue.
+//!
+//! This is the only stage before `run` that reads files.  It knows nothing of virtual
+//! hosts or scopes; [`crate::model`] builds those from the [`Config`].  It also offers
+//! [`Config::read_htaccess`] so the model can read per-directory files once it knows
+//! which `AllowOverride` applies.
+
+mod condition;
+mod context;
+mod defines;
+mod envvars;
+mod include;
+mod input;
+mod item;
+mod loader;
+mod modules;
+
+pub use context::{Context, HtaccessPerms, Place};
+pub use defines::Defines;
+pub use input::{InputKind, SERVER_CONFIGS, plesk_domains};
+pub use item::{Condition, ConditionKind, Item, ItemKind, visit_flat};
+pub use modules::{LoadedModule, Modules};
+
+use crate::diagnostic::{Code, Diagnostic, Diagnostics};
+use crate::source::{FileId, FileKind, SourceMap, Span, Sysroot, clean_path};
+use crate::syntax::{self, words::quote};
+use loader::Reader;
+use std::path::Path;
+
+/// The Apache release lighten reads configurations for unless told otherwise: Debian 12's.
+pub const DEFAULT_APACHE_VERSION: &str = "2.4.71";
+
+/// How many directory entries the search for .htaccess files visits at most by default.
+pub const DEFAULT_WALK_LIMIT: usize = 200_000;
+
+/// How to read the input; resolved from flags by the command line.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub sysroot: Sysroot,
+    /// Overrides the ServerRoot a config file would start with.
+    pub server_root: Option<String>,
+    /// `-D NAME` / `--define NAME=VALUE`.
+    pub defines: Vec<(String, Option<String>)>,
+    pub apache_version: String,
+    /// For a Plesk root: the server-wide config to read first.
+    pub server_config: Option<String>,
+    /// For a document root: the host name of the one virtual host.
+    pub server_name: String,
+    /// How many directory entries the search for .htaccess files may visit.
+    pub walk_limit: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> LoadOptions {
+        LoadOptions {
+            sysroot: Sysroot::host(),
+            server_root: None,
+            defines: Vec::new(),
+            apache_version: DEFAULT_APACHE_VERSION.to_string(),
+            server_config: None,
+            server_name: "localhost".to_string(),
+            walk_limit: DEFAULT_WALK_LIMIT,
+        }
+    }
+}
+
+/// What was given and how it was taken.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Input {
+    pub kind: InputKind,
+    /// The path as Apache sees it.
+    pub path: String,
+    /// For a Plesk root, the domains found.
+    pub domains: Vec<String>,
+}
+
+/// Failures that leave nothing to inspect.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}: no such file or directory")]
+    NotFound(String),
+    #[error("{path} is outside the sysroot {root}")]
+    OutsideSysroot { path: String, root: String },
+}
+
+pub struct Config {
+    pub input: Input,
+    pub sources: SourceMap,
+    /// The main configuration, in reading order.
+    pub items: Vec<Item>,
+    pub modules: Modules,
+    pub defines: Defines,
+    pub server_root: String,
+    pub apache_version: String,
+    pub diagnostics: Diagnostics,
+    pub sysroot: Sysroot,
+    pub walk_limit: usize,
+}
+
+/// Loads whatever `path` is (a host path; under a sysroot it must lie inside it).
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
+    let fs = &opts.sysroot;
+    let apache_path = match fs.root() {
+        Some(root) => fs.apache_path(path).ok_or_else(|| LoadError::OutsideSysroot {
+            path: path.display().to_string(),
+            root: root.display().to_string(),
+        })?,
+        None => {
+            let abs = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+            };
+            clean_path(&abs.to_string_lossy())
+        }
+    };
+    let kind =
+        input::classify(fs, &apache_path).ok_or_else(|| LoadError::NotFound(path.display().to_string()))?;
+    let parent = parent_dir(&apache_path);
+    let server_root = opts.server_root.clone().unwrap_or_else(|| match kind {
+        InputKind::ConfigFile => parent.clone(),
+        _ => "/etc/apache2".to_string(),
+    });
+    let mut reader = Reader::new(fs, server_root, opts.apache_version.clone());
+    let mut items = Vec::new();
+    let mut domains = Vec::new();
+    match kind {
+        InputKind::ConfigFile => {
+            reader.read_envvars(&parent);
+            apply_defines(&mut reader, opts);
+            if let Some((_, its)) = reader.read_config(&apache_path, None) {
+                items = its;
+            }
+        }
+        InputKind::PleskRoot => {
+            domains = plesk_domains(fs, &apache_path);
+            items = load_plesk(&mut reader, opts, &apache_path, &domains);
+        }
+        InputKind::DocumentRoot => {
+            apply_defines(&mut reader, opts);
+            let text = include_str!("../../templates/defaults/docroot.conf")
+                .replace("{{DOCROOT}}", &quote(&apache_path))
+                .replace("{{SERVER_NAME}}", &quote(&opts.server_name));
+            let (id, doc) = reader.add_builtin("lighten:docroot-defaults", text);
+            reader.diags.push(
+                Diagnostic::new(
+                    Code::AssumedDefaults,
+                    Span::new(id, 0, 0),
+                    format!("{apache_path} is a document root: it is served as one virtual host with Debian's defaults and AllowOverride All"),
+                )
+                .with_help("give the server's apache2.conf instead to use its real settings"),
+            );
+            items = reader.expand(&doc.nodes, &Context::server(), true);
+        }
+    }
+    Ok(Config {
+        input: Input { kind, path: apache_path, domains },
+        modules: reader.modules,
+        defines: reader.defines,
+        server_root: reader.server_root,
+        apache_version: reader.version,
+        diagnostics: reader.diags,
+        sources: reader.sources,
+        items,
+        sysroot: fs.clone(),
+        walk_limit: opts.walk_limit,
+    })
+}
+
+/// Reads `text` as a main configuration file named `display` (tests and fuzzing: no
+/// file is read for the main text; includes still go through the sysroot).
+pub fn load_source(display: &str, text: &str, opts: &LoadOptions) -> Config {
+    let fs = &opts.sysroot;
+    let mut reader = Reader::new(
+        fs,
+        opts.server_root.clone().unwrap_or_else(|| "/etc/apache2".into()),
+        opts.apache_version.clone(),
+    );
+    apply_defines(&mut reader, opts);
+    let id = reader.add_file(
+        display.to_string(),
+        display.to_string(),
+        FileKind::ServerConfig,
+        text.as_bytes().to_vec(),
+    );
+    let (doc, diags) = syntax::parse(id, &reader.sources.file(id).text);
+    reader.diags.extend(diags);
+    let items = reader.expand(&doc.nodes, &Context::server(), true);
+    Config {
+        input: Input { kind: InputKind::ConfigFile, path: display.to_string(), domains: Vec::new() },
+        modules: reader.modules,
+        defines: reader.defines,
+        server_root: reader.server_root,
+        apache_version: reader.version,
+        diagnostics: reader.diags,
+        sources: reader.sources,
+        items,
+        sysroot: fs.clone(),
+        walk_limit: opts.walk_limit,
+    }
+}
+
+fn apply_defines(reader: &mut Reader, opts: &LoadOptions) {
+    for (n, v) in &opts.defines {
+        reader.defines.define(n, v.as_deref());
+    }
+}
+
+fn parent_dir(p: &str) -> String {
+    match p.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((dir, _)) => dir.to_string(),
+    }
+}
+
+/// A Plesk server: the server-wide config (given, found, or lighten's stand-in), then any
+/// domain whose generated httpd.conf that config did not reach.
+fn load_plesk(
+    reader: &mut Reader,
+    opts: &LoadOptions,
+    root: &str,
+    domains: &[String],
+) -> Vec<crate::config::Item> {
+    let fs = reader.fs;
+    let found = opts
+        .server_config
+        .clone()
+        .or_else(|| SERVER_CONFIGS.iter().find(|p| fs.is_file(p)).map(|p| p.to_string()));
+    apply_defines(reader, opts);
+    let mut items = Vec::new();
+    match found {
+        Some(main) => {
+            reader.server_root = opts.server_root.clone().unwrap_or_else(|| parent_dir(&main));
+            let dir = parent_dir(&main);
+            reader.read_envvars(&dir);
+            if let Some((_, its)) = reader.read_config(&main, None) {
+                items = its;
+            }
+        }
+        None => {
+            let (id, doc) = reader.add_builtin(
+                "lighten:plesk-defaults",
+                include_str!("../../templates/defaults/plesk.conf").to_string(),
+            );
+            reader.diags.push(
+                Diagnostic::new(
+                    Code::AssumedDefaults,
+                    Span::new(id, 0, 0),
+                    "no server configuration under the sysroot (/etc/apache2/apache2.conf, /etc/httpd/conf/httpd.conf): Plesk's usual server settings stand in for it",
+                )
+                .with_help("pass --server-config with the server's apache2.conf or httpd.conf"),
+            );
+            items = reader.expand(&doc.nodes, &Context::server(), true);
+        }
+    }
+    // Domains the server config did not include are added, as Plesk's own include chain
+    // would have read them.
+    let seen: Vec<std::path::PathBuf> = reader.seen.iter().map(|(p, _)| p.clone()).collect();
+    let mut missing = Vec::new();
+    for d in domains {
+        let conf = format!("{}/system/{d}/conf/httpd.conf", root.trim_end_matches('/'));
+        let canonical = std::fs::canonicalize(fs.host_path(&conf)).unwrap_or_default();
+        if !seen.contains(&canonical) {
+            missing.push(conf);
+        }
+    }
+    if !missing.is_empty() {
+        let text: String = missing.iter().map(|c| format!("Include {}\n", quote(c))).collect();
+        let text = format!("# domains under {root} not reached from the server configuration\n{text}");
+        let (id, doc) = reader.add_builtin("lighten:plesk-domains", text);
+        reader.diags.push(Diagnostic::new(
+            Code::AssumedDefaults,
+            Span::new(id, 0, 0),
+            format!("{} domain configuration(s) were not included by the server configuration and are read after it", missing.len()),
+        ));
+        items.extend(reader.expand(&doc.nodes, &Context::server(), true));
+    }
+    // Custom files the generated httpd.conf does not include are not in effect in Apache
+    // either (Plesk adds the Include when it regenerates); say so.
+    for d in domains {
+        for custom in ["vhost.conf", "vhost_ssl.conf"] {
+            let path = format!("{}/system/{d}/conf/{custom}", root.trim_end_matches('/'));
+            if !fs.is_file(&path) {
+                continue;
+            }
+            let canonical = std::fs::canonicalize(fs.host_path(&path)).unwrap_or_default();
+            if !reader.seen.iter().any(|(p, _)| *p == canonical) {
+                let bytes = fs.read(&path).unwrap_or_default();
+                let id = reader.add_file(
+                    fs.host_path(&path).to_string_lossy().into_owned(),
+                    path.clone(),
+                    FileKind::ServerConfig,
+                    bytes,
+                );
+                reader.diags.push(
+                    Diagnostic::new(
+                        Code::NotIncluded,
+                        Span::new(id, 0, 0),
+                        format!("{path} exists but no configuration includes it, so Apache does not use it"),
+                    )
+                    .with_help(format!("for {d}, Plesk includes it after regenerating the domain's httpd.conf; until then lighten ignores it too")),
+                );
+            }
+        }
+    }
+    items
+}
+
+impl Config {
+    /// Reads and expands a per-directory file with the permissions in force for its
+    /// directory.  `None` if it cannot be read (the model reports that).
+    pub fn read_htaccess(
+        &mut self,
+        apache_path: &str,
+        perms: &HtaccessPerms,
+    ) -> Option<(FileId, Vec<Item>, Vec<Diagnostic>)> {
+        let bytes = self.sysroot.read(apache_path).ok()?;
+        let display = self.sysroot.host_path(apache_path).to_string_lossy().into_owned();
+        let fs = self.sysroot.clone();
+        let mut reader = Reader::new(&fs, self.server_root.clone(), self.apache_version.clone());
+        reader.sources = std::mem::take(&mut self.sources);
+        reader.modules = self.modules.clone();
+        reader.defines = self.defines.clone();
+        let id = reader.add_file(display, apache_path.to_string(), FileKind::Htaccess, bytes);
+        let (doc, diags) = syntax::parse(id, &reader.sources.file(id).text);
+        reader.diags.extend(diags);
+        let items = reader.expand(&doc.nodes, &Context::htaccess(perms.clone()), true);
+        self.sources = reader.sources;
+        Some((id, items, reader.diags.into_vec()))
+    }
+
+    /// The parsed syntax of a file, for printing and round trips.
+    pub fn syntax_of(&self, id: FileId) -> syntax::Document {
+        syntax::parse(id, &self.sources.file(id).text).0
+    }
+}

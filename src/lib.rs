@@ -1,0 +1,15 @@
+//! lighten moves websites from Apache httpd to lighttpd, and proves and measures the move.
+//!
+//! The pipeline, one module per stage (see ARCHITECTURE.md):
+//! `source` (files, spans) -> `syntax` (generic tree) -> `config` (includes, defines and
+//! conditions applied) -> `model` (vhosts, scopes, typed settings) -> `inspect` (views).
+//! The `catalogue` knows every directive; `diagnostic` carries every finding.
+
+pub mod catalogue;
+pub mod cli;
+pub mod config;
+pub mod diagnostic;
+pub mod inspect;
+pub mod model;
+pub mod source;
+pub mod syntax;

@@ -1,0 +1,269 @@
+//! Access control: `Require` with its containers, the legacy `Order`/`Allow`/`Deny`/
+//! `Satisfy` of mod_access_compat, and Basic authentication settings.
+//!
+//! Kept as written, per scope; deciding who gets in (merging across sections, legacy and
+//! new rules together, `<Limit>` methods) is the evaluator's and translator's job.  Follows
+//! <https://httpd.apache.org/docs/2.4/mod/mod_authz_core.html>,
+//! <https://httpd.apache.org/docs/2.4/mod/mod_access_compat.html> and
+//! <https://httpd.apache.org/docs/2.4/mod/mod_authn_core.html>.
+
+use super::Spanned;
+use super::settings::ReadCx;
+use crate::config::{Item, ItemKind};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::source::Span;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AccessConfig {
+    /// Top-level `Require` lines and containers, an implicit `<RequireAny>`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub require: Vec<Authz>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<Spanned<Order>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<HostRule>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<HostRule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub satisfy: Option<Spanned<Satisfy>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_type: Option<Spanned<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_name: Option<Spanned<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_user_file: Option<Spanned<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_group_file: Option<Spanned<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub auth_basic_provider: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_merging: Option<Spanned<String>>,
+}
+
+impl AccessConfig {
+    pub fn is_empty(&self) -> bool {
+        self.require.is_empty()
+            && self.order.is_none()
+            && self.allow.is_empty()
+            && self.deny.is_empty()
+            && self.satisfy.is_none()
+            && self.auth_type.is_none()
+            && self.auth_name.is_none()
+            && self.auth_user_file.is_none()
+            && self.auth_group_file.is_none()
+            && self.auth_basic_provider.is_empty()
+            && self.auth_merging.is_none()
+    }
+}
+
+/// A node of mod_authz_core's tree.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Authz {
+    Require {
+        /// `Require not ...`
+        negated: bool,
+        /// The provider: `all`, `ip`, `host`, `valid-user`, `user`, `group`, `env`,
+        /// `method`, `expr`, `local`, `forward-dns`, `file-owner`, `file-group`.
+        provider: String,
+        args: Vec<String>,
+        at: Span,
+    },
+    /// `<RequireAll>`, `<RequireAny>`, `<RequireNone>`.
+    Container { combine: Combine, children: Vec<Authz>, at: Span },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Combine {
+    All,
+    Any,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    DenyAllow,
+    AllowDeny,
+    MutualFailure,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Satisfy {
+    All,
+    Any,
+}
+
+/// `Allow from ...` / `Deny from ...`: hosts, networks, `all`, or `env=[!]VAR`.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostRule {
+    pub from: Vec<String>,
+    pub at: Span,
+}
+
+/// Providers mod_authz_* register on Debian 12 (mod_authz_core, _host, _user, _groupfile,
+/// _owner, _dbm, _dbd, _ldap).
+const PROVIDERS: &[&str] = &[
+    "all",
+    "env",
+    "method",
+    "expr",
+    "ip",
+    "host",
+    "forward-dns",
+    "local",
+    "user",
+    "valid-user",
+    "group",
+    "file-owner",
+    "file-group",
+    "dbm-group",
+    "dbd-group",
+    "ldap-user",
+    "ldap-group",
+    "ldap-dn",
+    "ldap-attribute",
+    "ldap-filter",
+    "ldap-search",
+];
+
+pub fn read_require(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
+    let mut args: Vec<String> = item.values().iter().map(|s| s.to_string()).collect();
+    let negated = args.first().is_some_and(|a| a.eq_ignore_ascii_case("not"));
+    if negated {
+        args.remove(0);
+    }
+    if args.is_empty() {
+        cx.diags.push(Diagnostic::new(
+            Code::WrongArguments,
+            item.span,
+            "Require requires at least one argument",
+        ));
+        return None;
+    }
+    let provider = args.remove(0).to_ascii_lowercase();
+    if !PROVIDERS.contains(&provider.as_str()) {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.args[usize::from(negated)].span,
+            format!("unknown authz provider '{provider}'"),
+        ));
+        return None;
+    }
+    if provider == "all" {
+        let v = args.first().map(|a| a.to_ascii_lowercase());
+        if !matches!(v.as_deref(), Some("granted") | Some("denied")) {
+            cx.diags.push(Diagnostic::new(
+                Code::BadArgument,
+                item.span,
+                "Require all must be followed by 'granted' or 'denied'",
+            ));
+            return None;
+        }
+        if negated {
+            cx.diags.push(Diagnostic::new(
+                Code::BadArgument,
+                item.span,
+                "negative Require directive has no effect with 'all'",
+            ));
+            return None;
+        }
+    }
+    Some(Authz::Require { negated, provider, args, at: item.span })
+}
+
+/// Reads a `<RequireAll|Any|None>` section and everything inside it.
+pub fn read_container(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
+    let combine = match item.name.value.to_ascii_lowercase().as_str() {
+        "requireall" => Combine::All,
+        "requireany" => Combine::Any,
+        "requirenone" => Combine::None,
+        _ => return None,
+    };
+    let mut children = Vec::new();
+    collect(item.children(), cx, &mut children);
+    if children.is_empty() {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.span,
+            format!("<{}> has no authorization directives inside", item.name.value),
+        ));
+    }
+    Some(Authz::Container { combine, children, at: item.span })
+}
+
+fn collect(items: &[Item], cx: &mut ReadCx, out: &mut Vec<Authz>) {
+    for it in items {
+        if !it.enabled {
+            continue;
+        }
+        match &it.kind {
+            ItemKind::Include { children, .. } => collect(children, cx, out),
+            ItemKind::Section { children, condition: Some(c), .. } if c.value.is_some() => {
+                collect(children, cx, out)
+            }
+            ItemKind::Section { .. } => {
+                if let Some(a) = read_container(it, cx) {
+                    out.push(a);
+                }
+            }
+            ItemKind::Directive if it.is("Require") => {
+                if let Some(a) = read_require(it, cx) {
+                    out.push(a);
+                }
+            }
+            ItemKind::Directive => {}
+        }
+    }
+}
+
+pub fn read_order(item: &Item, cx: &mut ReadCx) -> Option<Spanned<Order>> {
+    let v = item.arg(0)?.to_ascii_lowercase();
+    let order = match v.as_str() {
+        "deny,allow" => Order::DenyAllow,
+        "allow,deny" => Order::AllowDeny,
+        "mutual-failure" => Order::MutualFailure,
+        _ => {
+            cx.diags.push(Diagnostic::new(
+                Code::BadArgument,
+                item.args[0].span,
+                "unknown order: use 'allow,deny', 'deny,allow' or 'mutual-failure' (no spaces)",
+            ));
+            return None;
+        }
+    };
+    Some(Spanned::new(order, item.span))
+}
+
+pub fn read_host_rule(item: &Item, cx: &mut ReadCx) -> Option<HostRule> {
+    let vals = item.values();
+    if !vals.first().is_some_and(|f| f.eq_ignore_ascii_case("from")) || vals.len() < 2 {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.span,
+            format!("{} must be followed by 'from' and hosts", item.name.value),
+        ));
+        return None;
+    }
+    Some(HostRule { from: vals[1..].iter().map(|s| s.to_string()).collect(), at: item.span })
+}
+
+pub fn read_satisfy(item: &Item, cx: &mut ReadCx) -> Option<Spanned<Satisfy>> {
+    let v = item.arg(0)?.to_ascii_lowercase();
+    let s = match v.as_str() {
+        "all" => Satisfy::All,
+        "any" => Satisfy::Any,
+        _ => {
+            cx.diags.push(Diagnostic::new(
+                Code::BadArgument,
+                item.args[0].span,
+                "Satisfy either 'any' or 'all'",
+            ));
+            return None;
+        }
+    };
+    Some(Spanned::new(s, item.span))
+}

@@ -1,0 +1,249 @@
+//! Typed settings of one scope, and the one table that routes each directive to the
+//! reader that understands it.
+//!
+//! Only directives lighten translates get a typed form; every directive is also kept as a
+//! [`DirectiveUse`](super::DirectiveUse) in its scope, so nothing is lost when no reader
+//! claims it.
+
+use super::Spanned;
+use super::access::{self, AccessConfig};
+use super::alias::{self, Alias, AliasKind, Redirect};
+use super::dir::{self, ErrorDocument, OptionsLine};
+use super::env::{self, EnvRule};
+use super::expires::{self, ExpiresByType, ExpiresConfig};
+use super::headers::{self, HeaderRule};
+use super::mime::{self, Handler, HandlerUse, MimeConfig};
+use super::rewrite::{self, RewriteConfig};
+use super::server::{self, AllowOverride, HostSettings};
+use crate::config::Item;
+use crate::diagnostic::Diagnostic;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Settings {
+    #[serde(skip_serializing_if = "HostSettings::is_empty")]
+    pub host: HostSettings,
+    #[serde(skip_serializing_if = "RewriteConfig::is_empty")]
+    pub rewrite: RewriteConfig,
+    #[serde(skip_serializing_if = "AccessConfig::is_empty")]
+    pub access: AccessConfig,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<Alias>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<Redirect>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directory_index: Option<Spanned<Vec<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directory_slash: Option<Spanned<bool>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_resource: Option<Spanned<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<OptionsLine>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub error_documents: Vec<ErrorDocument>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderRule>,
+    #[serde(skip_serializing_if = "ExpiresConfig::is_empty")]
+    pub expires: ExpiresConfig,
+    #[serde(skip_serializing_if = "MimeConfig::is_empty")]
+    pub mime: MimeConfig,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvRule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_override: Option<AllowOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_override_list: Option<Spanned<Vec<String>>>,
+}
+
+/// What a reader needs besides the directive.
+pub struct ReadCx<'a> {
+    pub diags: &'a mut Vec<Diagnostic>,
+    /// In a .htaccess under `AllowOverride Options=...`: the options it may set.
+    pub options_allowed: Option<&'a [String]>,
+}
+
+fn set<T>(slot: &mut Option<Spanned<T>>, value: T, item: &Item) {
+    *slot = Some(Spanned::new(value, item.span));
+}
+
+fn first(item: &Item) -> Option<String> {
+    item.arg(0).map(str::to_string)
+}
+
+/// Routes an enabled directive to its reader.  Returns false when no typed reader claims
+/// it (it still counts through its catalogue status).
+pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
+    let name = item.name.value.to_ascii_lowercase();
+    let h = &mut s.host;
+    match name.as_str() {
+        // mod_rewrite
+        "rewriteengine" => {
+            if let Some(f) = dir::read_flag(item) {
+                s.rewrite.engine = Some(f);
+            }
+        }
+        "rewritebase" => {
+            if let Some(v) = first(item) {
+                set(&mut s.rewrite.base, v, item);
+            }
+        }
+        "rewriteoptions" => {
+            s.rewrite.options.extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span)))
+        }
+        "rewritemap" => rewrite::read_map(item, &mut s.rewrite, cx),
+        "rewritecond" => rewrite::read_cond(item, &mut s.rewrite, cx),
+        "rewriterule" => rewrite::read_rule(item, &mut s.rewrite, cx),
+        // access control
+        "require" => {
+            if let Some(a) = access::read_require(item, cx) {
+                s.access.require.push(a);
+            }
+        }
+        "order" => s.access.order = access::read_order(item, cx).or(s.access.order.take()),
+        "allow" => s.access.allow.extend(access::read_host_rule(item, cx)),
+        "deny" => s.access.deny.extend(access::read_host_rule(item, cx)),
+        "satisfy" => s.access.satisfy = access::read_satisfy(item, cx).or(s.access.satisfy.take()),
+        "authtype" => set(&mut s.access.auth_type, first(item).unwrap_or_default(), item),
+        "authname" => set(&mut s.access.auth_name, first(item).unwrap_or_default(), item),
+        "authuserfile" => set(&mut s.access.auth_user_file, first(item).unwrap_or_default(), item),
+        "authgroupfile" => set(&mut s.access.auth_group_file, first(item).unwrap_or_default(), item),
+        "authbasicprovider" => {
+            s.access.auth_basic_provider = item.values().iter().map(|v| v.to_string()).collect()
+        }
+        "authmerging" => set(&mut s.access.auth_merging, first(item).unwrap_or_default(), item),
+        // mod_alias
+        "alias" => s.aliases.extend(alias::read_alias(item, AliasKind::Alias, cx)),
+        "aliasmatch" => s.aliases.extend(alias::read_alias(item, AliasKind::AliasMatch, cx)),
+        "scriptalias" => s.aliases.extend(alias::read_alias(item, AliasKind::ScriptAlias, cx)),
+        "scriptaliasmatch" => s.aliases.extend(alias::read_alias(item, AliasKind::ScriptAliasMatch, cx)),
+        "redirect" | "redirectmatch" | "redirectpermanent" | "redirecttemp" => {
+            s.redirects.extend(alias::read_redirect(item, cx))
+        }
+        // directory behaviour
+        "directoryindex" => s.directory_index = Some(mime::list(item)),
+        "directoryslash" => s.directory_slash = dir::read_flag(item),
+        "fallbackresource" => {
+            if let Some(v) = first(item) {
+                set(&mut s.fallback_resource, v, item);
+            }
+        }
+        "options" => s.options.extend(dir::read_options(item, cx)),
+        "errordocument" => s.error_documents.extend(dir::read_error_document(item, cx)),
+        // headers and expiry
+        "header" => s.headers.extend(headers::read(item, false, cx)),
+        "requestheader" => s.headers.extend(headers::read(item, true, cx)),
+        "expiresactive" => s.expires.active = dir::read_flag(item),
+        "expiresbytype" => {
+            if let (Some(mime), Some(spec)) = (first(item), expires::read_spec(item, 1, cx)) {
+                s.expires.by_type.push(ExpiresByType { mime, spec, at: item.span });
+            }
+        }
+        "expiresdefault" => {
+            if let Some(spec) = expires::read_spec(item, 0, cx) {
+                set(&mut s.expires.default, spec, item);
+            }
+        }
+        // content types and handlers
+        "addtype" => s.mime.types.extend(mime::ext_mapping(item)),
+        "removetype" => s.mime.remove_types.push(mime::list(item)),
+        "forcetype" => {
+            if let Some(v) = first(item) {
+                set(&mut s.mime.force_type, v, item);
+            }
+        }
+        "addencoding" => s.mime.encodings.extend(mime::ext_mapping(item)),
+        "addcharset" => s.mime.charsets.extend(mime::ext_mapping(item)),
+        "adddefaultcharset" => {
+            if let Some(v) = first(item) {
+                set(&mut s.mime.default_charset, v, item);
+            }
+        }
+        "sethandler" => {
+            if let Some(v) = item.arg(0) {
+                s.mime.handlers.push(HandlerUse {
+                    handler: Handler::parse(v),
+                    extensions: Vec::new(),
+                    at: item.span,
+                });
+            }
+        }
+        "addhandler" => {
+            if let Some(m) = mime::ext_mapping(item) {
+                s.mime.handlers.push(HandlerUse {
+                    handler: Handler::parse(&m.value),
+                    extensions: m.extensions,
+                    at: item.span,
+                });
+            }
+        }
+        "removehandler" => s.mime.remove_handlers.push(mime::list(item)),
+        "fileetag" => s.mime.file_etag = Some(mime::list(item)),
+        "fcgidwrapper" | "fcgiwrapper" => s.mime.fcgid_wrapper = Some(mime::list(item)),
+        // environment
+        "setenv" | "unsetenv" | "passenv" | "setenvif" | "setenvifnocase" | "browsermatch"
+        | "browsermatchnocase" | "setenvifexpr" => s.env.extend(env::read(item, cx)),
+        // per-directory switches
+        "allowoverride" => s.allow_override = server::read_allow_override(item, cx),
+        "allowoverridelist" => {
+            let names: Vec<String> = item
+                .values()
+                .iter()
+                .filter(|v| !v.eq_ignore_ascii_case("none"))
+                .map(|v| v.to_string())
+                .collect();
+            set(&mut s.allow_override_list, names, item);
+        }
+        "accessfilename" => h.access_file_names = Some(mime::list(item)),
+        // host settings
+        "servername" => {
+            if let Some(v) = first(item) {
+                set(&mut h.server_name, v, item);
+            }
+        }
+        "serveralias" => {
+            h.server_aliases.extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span)))
+        }
+        "documentroot" => {
+            if let Some(v) = first(item) {
+                set(&mut h.document_root, v, item);
+            }
+        }
+        "usecanonicalname" => {
+            if let Some(v) = first(item) {
+                set(&mut h.use_canonical_name, v, item);
+            }
+        }
+        "listen" => h.listen.extend(server::read_listen(item, cx)),
+        "user" => {
+            if let Some(v) = first(item) {
+                set(&mut h.user, v, item);
+            }
+        }
+        "group" => {
+            if let Some(v) = first(item) {
+                set(&mut h.group, v, item);
+            }
+        }
+        "suexecusergroup" => h.suexec = Some(mime::list(item)),
+        "errorlog" => {
+            if let Some(v) = first(item) {
+                set(&mut h.error_log, v, item);
+            }
+        }
+        "customlog" | "transferlog" => h.custom_logs.extend(server::read_custom_log(item)),
+        "logformat" => h.log_formats.extend(server::read_log_format(item)),
+        "loglevel" => set(&mut h.log_level, item.raw.text.clone(), item),
+        "sslengine" => set(&mut h.tls.engine, first(item).unwrap_or_default(), item),
+        "sslcertificatefile" => set(&mut h.tls.certificate_file, first(item).unwrap_or_default(), item),
+        "sslcertificatekeyfile" => {
+            set(&mut h.tls.certificate_key_file, first(item).unwrap_or_default(), item)
+        }
+        "sslcertificatechainfile" => {
+            set(&mut h.tls.certificate_chain_file, first(item).unwrap_or_default(), item)
+        }
+        "sslprotocol" => set(&mut h.tls.protocol, item.raw.text.clone(), item),
+        "sslciphersuite" => set(&mut h.tls.cipher_suite, item.raw.text.clone(), item),
+        _ => return false,
+    }
+    true
+}

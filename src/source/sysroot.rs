@@ -1,0 +1,143 @@
+//! The filesystem as Apache would see it.
+//!
+//! Configs name absolute paths (`/etc/apache2/sites-enabled/*.conf`,
+//! `/var/www/vhosts/example.com/httpdocs`).  With a sysroot, lighten reads them under
+//! another folder: a copy of a server's files, or a test fixture.  Every read of a path
+//! that came from a config goes through here, so the mapping is applied in one place.
+//! Symbolic links inside the sysroot are followed as the host resolves them; an absolute
+//! link target therefore points outside the sysroot.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Default)]
+pub struct Sysroot {
+    root: Option<PathBuf>,
+}
+
+impl Sysroot {
+    /// The host filesystem itself.
+    pub fn host() -> Sysroot {
+        Sysroot { root: None }
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> Sysroot {
+        Sysroot { root: Some(root.into()) }
+    }
+
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The host path for an absolute Apache path.
+    pub fn host_path(&self, apache_path: &str) -> PathBuf {
+        match &self.root {
+            Some(root) => root.join(apache_path.trim_start_matches('/')),
+            None => PathBuf::from(apache_path),
+        }
+    }
+
+    /// The Apache path for a host path, when it lies inside the sysroot.
+    pub fn apache_path(&self, host: &Path) -> Option<String> {
+        match &self.root {
+            None => Some(host.to_string_lossy().into_owned()),
+            Some(root) => {
+                let rel = host.strip_prefix(root).ok()?;
+                Some(clean_path(&format!("/{}", rel.to_string_lossy())))
+            }
+        }
+    }
+
+    pub fn read(&self, apache_path: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(self.host_path(apache_path))
+    }
+
+    pub fn is_dir(&self, apache_path: &str) -> bool {
+        self.host_path(apache_path).is_dir()
+    }
+
+    pub fn is_file(&self, apache_path: &str) -> bool {
+        self.host_path(apache_path).is_file()
+    }
+
+    pub fn exists(&self, apache_path: &str) -> bool {
+        self.host_path(apache_path).exists()
+    }
+
+    /// Names in a directory, sorted bytewise as Apache sorts them before including.
+    pub fn list_dir(&self, apache_path: &str) -> io::Result<Vec<String>> {
+        let mut names: Vec<String> = std::fs::read_dir(self.host_path(apache_path))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Joins `rel` onto `base` unless it is absolute.
+pub fn join(base: &str, rel: &str) -> String {
+    if rel.starts_with('/') {
+        clean_path(rel)
+    } else {
+        clean_path(&format!("{}/{}", base.trim_end_matches('/'), rel))
+    }
+}
+
+/// Removes `.` segments, resolves `..` lexically and collapses repeated slashes; keeps a
+/// trailing slash, which is meaningful in `<Directory>` and `Alias`.
+pub fn clean_path(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let trailing = path.len() > 1 && path.ends_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !absolute {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    if absolute {
+        out.push('/');
+    }
+    out.push_str(&parts.join("/"));
+    if trailing && !out.ends_with('/') {
+        out.push('/');
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_path_is_lexical() {
+        assert_eq!(clean_path("/etc//apache2/./mods/../conf.d/"), "/etc/apache2/conf.d/");
+        assert_eq!(clean_path("/../x"), "/x");
+        assert_eq!(clean_path("a/../../b"), "../b");
+        assert_eq!(join("/etc/apache2", "mods-enabled/*.load"), "/etc/apache2/mods-enabled/*.load");
+        assert_eq!(join("/etc/apache2", "/abs"), "/abs");
+    }
+
+    #[test]
+    fn sysroot_maps_both_ways() {
+        let s = Sysroot::at("fixtures/plesk");
+        assert_eq!(s.host_path("/var/www/vhosts"), PathBuf::from("fixtures/plesk/var/www/vhosts"));
+        assert_eq!(
+            s.apache_path(Path::new("fixtures/plesk/var/www/x/.htaccess")).as_deref(),
+            Some("/var/www/x/.htaccess")
+        );
+        assert_eq!(s.apache_path(Path::new("elsewhere/x")), None);
+    }
+}

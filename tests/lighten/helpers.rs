@@ -1,0 +1,100 @@
+//! One helper per layer: run the binary, read a fixture's manifest.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Output {
+    /// Everything a snapshot shows: the exit status, then stdout, then stderr.
+    pub fn transcript(&self) -> String {
+        format!("exit: {}\n--- stdout\n{}--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Runs the real program with `args`, colours off.
+pub fn lighten(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_lighten"))
+        .arg("--color")
+        .arg("never")
+        .args(args)
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("lighten runs");
+    Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Manifest {
+    pub description: String,
+    pub config: String,
+    pub sysroot: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+pub struct Fixture {
+    pub name: String,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+impl Fixture {
+    /// The arguments `lighten inspect` takes for this fixture.
+    pub fn inspect_args(&self) -> Vec<String> {
+        let mut args = vec!["inspect".to_string()];
+        args.extend(self.manifest.args.iter().cloned());
+        if let Some(s) = &self.manifest.sysroot {
+            args.push("--sysroot".into());
+            args.push(self.dir.join(s).to_string_lossy().trim_end_matches("/.").to_string());
+        }
+        args.push(self.dir.join(&self.manifest.config).to_string_lossy().into_owned());
+        args
+    }
+}
+
+/// Fixtures with a `fixture.toml` directly under `dir`, sorted by name.
+pub fn fixtures(dir: &str) -> Vec<Fixture> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("fixtures folder") {
+        let path = entry.expect("entry").path();
+        let manifest = path.join("fixture.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest).expect("manifest readable");
+        let manifest: Manifest = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        out.push(Fixture { name, dir: Path::new(dir).join(path.file_name().unwrap()), manifest });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Every file under `dir` (no symlinks), sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            let ft = e.file_type().expect("file type");
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,8 @@
+//! The one integration-test binary: every test runs the real `lighten` or the library on
+//! fixtures from `fixtures/` and compares whole outputs with reviewed snapshots.
+
+mod helpers;
+mod inspect;
+mod properties;
+mod roundtrip;
+mod tidy;
