@@ -171,6 +171,14 @@ impl Printer<'_> {
             self.last_file = None;
             self.line(1, &format!("php: {what} for {}", h.applies_to), Some(h.at));
         }
+        if !v.merge_order.is_empty() {
+            self.line(1, "sections in merge order:", None);
+            for r in &v.merge_order {
+                self.last_file = None;
+                let from = if r.inherited { "  (server)" } else { "" };
+                self.line(2, &format!("{}. {}{from}", r.group, r.section), Some(r.at));
+            }
+        }
         let mut hts: Vec<&Htaccess> = m
             .htaccess
             .iter()

@@ -24,7 +24,7 @@ pub mod vhost;
 pub use coverage::Coverage;
 pub use htaccess::{Htaccess, HtaccessStatus};
 pub use scope::{DirectiveUse, Matcher, Scope, ScopeKind, Spanned};
-pub use vhost::{VhostAddr, VirtualHost};
+pub use vhost::{SectionRef, VhostAddr, VirtualHost};
 
 use crate::catalogue::catalogue;
 use crate::config::{ConditionKind, Config, HtaccessPerms, Input, Item, ItemKind, LoadedModule};
@@ -69,6 +69,9 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         vhosts.push(b.vhost(&items_ref(&items, item), enabled, &main));
     }
     vhost::mark_defaults(&mut vhosts);
+    for v in &mut vhosts {
+        v.merge_order = merge_order(&server, &v.scope);
+    }
     for v in &vhosts {
         if v.scope.enabled && v.server_name.is_none() {
             b.diags.push(Diagnostic::new(
@@ -274,6 +277,7 @@ impl Builder {
             use_canonical_name,
             default_for: Vec::new(),
             tls,
+            merge_order: Vec::new(),
             scope,
         }
     }
@@ -439,6 +443,33 @@ impl Builder {
         h.scope = Some(scope);
         h
     }
+}
+
+/// The top-level sections of the main server and a vhost in Apache's merge order
+/// (<https://httpd.apache.org/docs/2.4/sections.html#merging>): non-regex `<Directory>`
+/// shortest path first (main server first among equals), then directory regexes, files,
+/// locations and `<If>`, each group main server first, then in configuration order.
+pub fn merge_order(server: &Scope, vhost: &Scope) -> Vec<SectionRef> {
+    let regex_dir = |s: &Scope| {
+        s.kind == ScopeKind::DirectoryMatch
+            || (s.kind == ScopeKind::Directory && matches!(s.matcher, Some(Matcher::Regex(_))))
+    };
+    let mut out = Vec::new();
+    for (s, _) in htaccess::directory_sections(server, Some(vhost)) {
+        let inherited = server.children.iter().any(|c| std::ptr::eq(c, s));
+        out.push(SectionRef { group: 1, section: describe_scope(s), inherited, at: s.at });
+    }
+    for group in 2..=5u8 {
+        for (inherited, top) in [(true, server), (false, vhost)] {
+            for c in top.children.iter().filter(|c| c.enabled) {
+                let g = if regex_dir(c) { 2 } else { c.kind.merge_group().unwrap_or(0) };
+                if g == group {
+                    out.push(SectionRef { group, section: describe_scope(c), inherited, at: c.at });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Where a document root or alias target was written, for diagnostics about it.

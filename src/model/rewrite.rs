@@ -322,7 +322,7 @@ fn cond_pattern(raw: &str, test: &str) -> CondPattern {
                 Some(k) => (k, String::new()),
                 None => (CondKind::Regex, p.to_string()),
             }
-        } else if b.len() > 3 {
+        } else if b.len() > 3 && p.is_char_boundary(3) {
             let k = match &p[1..3] {
                 "lt" => Some(CondKind::IntLt),
                 "le" => Some(CondKind::IntLe),
@@ -517,6 +517,9 @@ mod tests {
         assert_eq!((p.kind, p.operand.as_str()), (CondKind::StrLe, "b"));
         let p = cond_pattern("-lt", "%{X}");
         assert_eq!(p.kind, CondKind::Regex, "-lt without operand is a regex");
+        // A multi-byte character right after the dash must not split a character.
+        let p = cond_pattern("-\u{e9}x", "%{X}");
+        assert_eq!(p.kind, CondKind::Regex);
         let p = cond_pattern("^x$", "expr");
         assert_eq!(p.kind, CondKind::Expr);
     }

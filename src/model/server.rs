@@ -209,11 +209,9 @@ pub fn read_allow_override(item: &Item, cx: &mut ReadCx) -> Option<AllowOverride
 }
 
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    if s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix) {
-        Some(&s[prefix.len()..])
-    } else {
-        None
-    }
+    // `get` rather than slicing: the text may have a multi-byte character at the cut.
+    let head = s.get(..prefix.len())?;
+    if head.eq_ignore_ascii_case(prefix) { s.get(prefix.len()..) } else { None }
 }
 
 pub fn read_custom_log(item: &Item) -> Option<CustomLog> {
@@ -237,6 +235,13 @@ pub fn read_log_format(item: &Item) -> Option<LogFormat> {
 #[cfg(test)]
 mod tests {
     use super::split_host_port;
+
+    #[test]
+    fn prefix_check_survives_multibyte_text() {
+        // Found by the fuzzer: `Optio` followed by a three-byte character.
+        assert_eq!(super::strip_prefix_ci("Optio\u{fffd}s=x", "options="), None);
+        assert_eq!(super::strip_prefix_ci("OPTIONS=Indexes", "options="), Some("Indexes"));
+    }
 
     #[test]
     fn host_port_forms() {

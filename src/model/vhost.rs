@@ -51,7 +51,23 @@ pub struct VirtualHost {
     pub default_for: Vec<String>,
     /// TLS is switched on (`SSLEngine on`).
     pub tls: bool,
+    /// The top-level sections of the main server and this vhost in the order Apache
+    /// applies them to a request of this vhost.
+    pub merge_order: Vec<SectionRef>,
     pub scope: Scope,
+}
+
+/// A section as listed in a merge order.
+#[derive(Clone, Debug, Serialize)]
+pub struct SectionRef {
+    /// Apache's merge group: 1 `<Directory>` (+ .htaccess), 2 directory regexes, 3 files,
+    /// 4 locations, 5 `<If>`.
+    pub group: u8,
+    /// `<Directory "/var/www">` and the like.
+    pub section: String,
+    /// From the main server (applied before the vhost's own sections of the same group).
+    pub inherited: bool,
+    pub at: Span,
 }
 
 /// Marks, for each address, the first vhost that lists it.

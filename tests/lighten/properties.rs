@@ -65,3 +65,23 @@ proptest! {
         let _ = lighten::inspect::text(&model, &cfg.sources);
     }
 }
+
+/// Inputs the fuzzer once crashed on (fixtures/regress/fuzz/, named after what broke) go
+/// through the fuzz target's pipeline on every test run.
+#[test]
+fn fuzz_regressions_stay_fixed() {
+    let dir = std::path::Path::new("fixtures/regress/fuzz");
+    let files = crate::helpers::files_under(dir);
+    assert!(!files.is_empty(), "no regression inputs");
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        round_trip(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let opts =
+            LoadOptions { sysroot: Sysroot::at("/nonexistent-lighten-root"), ..LoadOptions::default() };
+        let mut cfg = config::load_source("regress.conf", &text, &opts);
+        let (model, diags) = lighten::model::build(&mut cfg);
+        let _ = lighten::inspect::text(&model, &cfg.sources);
+        let _ = lighten::inspect::json(&model, &diags, &cfg.sources);
+    }
+}
