@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Benchmark: read a generated Plesk server of N domains, lighten inspect vs apache2 -t.
 
-Each domain has a Plesk-style generated httpd.conf and the WordPress + WP Super Cache
-.htaccess pair of fixtures/wp-super-cache.  The tree is written under bench/out/ with its
+Each domain is a copy of the Plesk fixture's shop.example: its generated httpd.conf
+(HTTPS and HTTP vhosts, php-fpm, statistics, error documents, Let's Encrypt), vhost.conf,
+vhost_ssl.conf, and the WordPress + WP Super Cache .htaccess pair.  The server config is
+lighten's Plesk stand-in (templates/defaults/plesk.conf) with the modules Debian ships.  The tree is written under bench/out/ with its
 real absolute paths, so Apache and lighten read the very same files.  The two commands
 run alternately (A B A B ...) and the median wall time and peak RSS of each are printed.
 
 Apache's -t only checks the server configuration; lighten also finds and reads every
 .htaccess (and models everything), so it does strictly more work.
 
-usage: bench/parse_plesk.py [--domains 1000] [--runs 7] [--lighten target/release/lighten]
+usage: bench/parse_plesk.py [--variant plesk|minimal] [--domains 1000] [--runs 7] [--lighten PATH]
 """
 import argparse
 import os
@@ -23,7 +25,84 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
-DOMAIN_CONF = """#ATTENTION!
+PLESK = os.path.join(REPO, "fixtures/plesk")
+
+
+def plesk_file(rel, domain, root):
+    """A file of the Plesk fixture's shop.example, for another domain under `root`."""
+    text = open(os.path.join(PLESK, rel)).read()
+    text = text.replace("shop.example", domain).replace("shop\\.example", domain.replace(".", "\\."))
+    text = text.replace("/var/www/vhosts", root + "/var/www/vhosts")
+    text = text.replace("203.0.113.10", "127.0.0.1")
+    for cert in ("/opt/psa/var/certificates/scfQ7bX2mKp4Lw9Hd3Ra",):
+        text = text.replace(cert, root + "/cert.pem")
+    return text
+
+
+def main_conf(root):
+    """lighten's Plesk stand-in server config, moved under `root`, without the two Plesk
+    modules Debian does not ship, including every domain's generated httpd.conf."""
+    text = open(os.path.join(REPO, "templates/defaults/plesk.conf")).read()
+    lines = []
+    for line in text.splitlines():
+        if any(m in line for m in ("mod_fcgid.so", "mod_sysenv.so", "mod_suexec.so")) or line.startswith("IncludeOptional"):
+            continue
+        line = line.replace('ServerRoot "/etc/apache2"', f'ServerRoot "{root}/etc/apache2"')
+        line = line.replace("/var/run/apache2", root + "/run").replace("/var/log/apache2", root + "/run")
+        line = line.replace("<Directory /var/www/>", f"<Directory {root}/var/www/>")
+        line = line.replace("Listen 80", "Listen 127.0.0.1:8080").replace("Listen 443", "Listen 127.0.0.1:8443")
+        lines.append(line)
+    lines += [
+        f"Mutex file:{root}/run default",
+        "ServerName localhost",
+        'LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{Referer}i\\" \\"%{User-Agent}i\\"" plesklog',
+        f"IncludeOptional {root}/var/www/vhosts/system/*/conf/httpd.conf",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def generate(root, domains):
+    """Writes the Plesk tree; returns the bytes of configuration and .htaccess written."""
+    wp = open(os.path.join(PLESK, "var/www/vhosts/shop.example/httpdocs/.htaccess")).read()
+    cache = open(os.path.join(REPO, "fixtures/wp-super-cache/var/www/html/wp-content/cache/.htaccess")).read()
+    os.makedirs(os.path.join(root, "etc/apache2"))
+    os.makedirs(os.path.join(root, "run"))
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj", "/CN=bench.example",
+         "-keyout", os.path.join(root, "cert.pem"), "-out", os.path.join(root, "cert.crt")],
+        check=True, capture_output=True)
+    with open(os.path.join(root, "cert.pem"), "a") as f:
+        f.write(open(os.path.join(root, "cert.crt")).read())
+    with open(os.path.join(root, "etc/apache2/apache2.conf"), "w") as f:
+        f.write(main_conf(root))
+    total = 0
+    for i in range(domains):
+        d = f"d{i:04d}.example"
+        sysd = os.path.join(root, "var/www/vhosts/system", d)
+        docroot = os.path.join(root, "var/www/vhosts", d, "httpdocs")
+        for sub in ("conf", "logs", "pd", "statistics/webstat", "statistics/webstat-ssl", "statistics/ftpstat",
+                    "statistics/anon_ftpstat"):
+            os.makedirs(os.path.join(sysd, sub))
+        os.makedirs(os.path.join(docroot, "wp-content/cache"))
+        os.makedirs(os.path.join(root, "var/www/vhosts", d, "error_docs"))
+        files = [
+            (os.path.join(sysd, "conf/httpd.conf"), plesk_file("var/www/vhosts/system/shop.example/conf/httpd.conf", d, root)),
+            (os.path.join(sysd, "conf/vhost.conf"), plesk_file("var/www/vhosts/system/shop.example/conf/vhost.conf", d, root)),
+            (os.path.join(sysd, "conf/vhost_ssl.conf"), plesk_file("var/www/vhosts/system/shop.example/conf/vhost_ssl.conf", d, root)),
+            (os.path.join(docroot, ".htaccess"), wp),
+            (os.path.join(docroot, "wp-content/cache/.htaccess"), cache),
+        ]
+        for path, body in files:
+            with open(path, "w") as f:
+                f.write(body)
+            total += len(body)
+        with open(os.path.join(docroot, "index.php"), "w") as f:
+            f.write("<?php echo 'hi';\n")
+    return total
+
+
+# The minimal variant: one plain HTTP vhost per domain, no TLS, fewer modules.
+MINIMAL_DOMAIN = """#ATTENTION!
 #
 #DO NOT MODIFY THIS FILE BECAUSE IT WAS GENERATED AUTOMATICALLY,
 #SO ALL YOUR CHANGES WILL BE LOST THE NEXT TIME THE FILE IS GENERATED.
@@ -79,7 +158,7 @@ DOMAIN_CONF = """#ATTENTION!
 </VirtualHost>
 """
 
-MAIN_CONF = """ServerRoot "{root}/etc/apache2"
+MINIMAL_MAIN = """ServerRoot "{root}/etc/apache2"
 DefaultRuntimeDir {root}/run
 PidFile {root}/run/apache2.pid
 Mutex file:{root}/run default
@@ -114,15 +193,13 @@ IncludeOptional {root}/var/www/vhosts/system/*/conf/httpd.conf
 """
 
 
-def generate(root, domains):
-    if os.path.isdir(root):
-        shutil.rmtree(root)
+def generate_minimal(root, domains):
     wp = open(os.path.join(REPO, "fixtures/wp-super-cache/var/www/html/.htaccess")).read()
     cache = open(os.path.join(REPO, "fixtures/wp-super-cache/var/www/html/wp-content/cache/.htaccess")).read()
     os.makedirs(os.path.join(root, "etc/apache2"))
     os.makedirs(os.path.join(root, "run"))
     with open(os.path.join(root, "etc/apache2/apache2.conf"), "w") as f:
-        f.write(MAIN_CONF.format(root=root))
+        f.write(MINIMAL_MAIN.format(root=root))
     total = 0
     for i in range(domains):
         d = f"d{i:04d}.example"
@@ -131,7 +208,7 @@ def generate(root, domains):
         os.makedirs(os.path.join(sysd, "logs"))
         docroot = os.path.join(root, "var/www/vhosts", d, "httpdocs")
         os.makedirs(os.path.join(docroot, "wp-content/cache"))
-        conf = DOMAIN_CONF.format(d=d, i=i, root=root, user=f"u{i:04d}")
+        conf = MINIMAL_DOMAIN.format(d=d, i=i, root=root, user=f"u{i:04d}")
         for path, body in [
             (os.path.join(sysd, "conf/httpd.conf"), conf),
             (os.path.join(docroot, ".htaccess"), wp),
@@ -159,14 +236,18 @@ def main():
     ap.add_argument("--domains", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--lighten", default=os.path.join(REPO, "target/release/lighten"))
+    ap.add_argument("--variant", choices=["plesk", "minimal"], default="plesk",
+                    help="plesk: copies of the Plesk fixture's domain (HTTPS + HTTP vhosts); minimal: one HTTP vhost each")
     a = ap.parse_args()
-    root = os.path.join(HERE, "out", "plesk-tree")
-    size = generate(root, a.domains)
-    print(f"tree: {a.domains} domains, {size / 1e6:.2f} MB of configuration and .htaccess under {root}")
+    root = os.path.join(HERE, "out", f"{a.variant}-tree")
+    if os.path.isdir(root):
+        shutil.rmtree(root)
+    size = generate(root, a.domains) if a.variant == "plesk" else generate_minimal(root, a.domains)
+    print(f"tree ({a.variant}): {a.domains} domains, {size / 1e6:.2f} MB of configuration and .htaccess under {root}")
     main_conf = os.path.join(root, "etc/apache2/apache2.conf")
     cmds = {
         "apache2 -t": ["apache2", "-t", "-f", main_conf],
-        "lighten inspect": [a.lighten, "--color", "never", "inspect", main_conf],
+        "lighten inspect": [a.lighten, "--color", "never", "inspect", "--summary", main_conf],
     }
     # Warm the page cache once, and show that both accept the tree.
     for name, cmd in cmds.items():

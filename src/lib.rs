@@ -11,5 +11,6 @@ pub mod config;
 pub mod diagnostic;
 pub mod inspect;
 pub mod model;
+pub mod par;
 pub mod source;
 pub mod syntax;

@@ -80,10 +80,19 @@ impl DirectiveInfo {
     }
 }
 
+/// ASCII case-insensitive ordering, as Apache compares directive names.
+fn cmp_ignore_case(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes().map(|c| c.to_ascii_lowercase()).cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+}
+
 #[derive(Debug)]
 pub struct Catalogue {
     entries: Vec<DirectiveInfo>,
     by_name: HashMap<String, usize>,
+    /// Entry indices sorted case-insensitively by name, for lookups.
+    sorted: Vec<usize>,
+    /// The same for sections (names starting with `<`), ignoring the `<`.
+    sections: Vec<usize>,
     /// Source file names of every module the tables cover, with or without directives.
     modules: Vec<String>,
 }
@@ -140,17 +149,29 @@ impl Catalogue {
             });
         }
         modules.sort();
-        Catalogue { entries, by_name, modules }
+        let mut sorted: Vec<usize> = (0..entries.len()).collect();
+        sorted.sort_by(|&a, &b| cmp_ignore_case(&entries[a].name, &entries[b].name));
+        let mut sections: Vec<usize> =
+            sorted.iter().copied().filter(|&i| entries[i].name.starts_with('<')).collect();
+        sections.sort_by(|&a, &b| cmp_ignore_case(&entries[a].name[1..], &entries[b].name[1..]));
+        Catalogue { entries, by_name, sorted, sections, modules }
     }
 
-    /// Looks a directive up case-insensitively; sections by `<Name`.
+    /// Looks a directive up case-insensitively; sections by `<Name`.  Called for every
+    /// directive read, so it compares in place instead of building a lowercase key.
     pub fn get(&self, name: &str) -> Option<&DirectiveInfo> {
-        let key = name.to_lowercase();
-        self.by_name.get(&key).map(|&i| &self.entries[i])
+        self.sorted
+            .binary_search_by(|&i| cmp_ignore_case(&self.entries[i].name, name))
+            .ok()
+            .map(|pos| &self.entries[self.sorted[pos]])
     }
 
+    /// A section by its name without `<`.
     pub fn section(&self, name: &str) -> Option<&DirectiveInfo> {
-        self.get(&format!("<{name}"))
+        self.sections
+            .binary_search_by(|&i| cmp_ignore_case(&self.entries[i].name[1..], name))
+            .ok()
+            .map(|pos| &self.entries[self.sections[pos]])
     }
 
     /// Whether the catalogue covers a module (by source file name).

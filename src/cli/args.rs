@@ -81,8 +81,12 @@ pub struct InspectArgs {
     /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
     pub config: PathBuf,
     /// Print the model as JSON (see docs/inspect-json.md)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "summary")]
     pub json: bool,
+    /// One line per virtual host, the coverage table and one line per diagnostic, for
+    /// servers with many accounts
+    #[arg(long)]
+    pub summary: bool,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -19,6 +19,7 @@ use crate::diagnostic::{Code, Diagnostic, Diagnostics, Severity};
 use crate::source::{FileId, FileKind, MappedText, SourceMap, Span, Sysroot, join};
 use crate::syntax::{self, Node, Word};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Apache nests includes at most this deep ("Exceeded maximum include depth of 128").
 const MAX_INCLUDE_DEPTH: usize = 128;
@@ -26,8 +27,9 @@ const MAX_INCLUDE_DEPTH: usize = 128;
 pub struct Reader<'a> {
     pub fs: &'a Sysroot,
     pub sources: SourceMap,
-    pub defines: Defines,
-    pub modules: Modules,
+    /// Shared with every .htaccess reader; copied only when a directive changes them.
+    pub defines: Arc<Defines>,
+    pub modules: Arc<Modules>,
     pub server_root: String,
     pub version: String,
     pub diags: Diagnostics,
@@ -42,8 +44,8 @@ impl<'a> Reader<'a> {
         Reader {
             fs,
             sources: SourceMap::new(),
-            defines: Defines::default(),
-            modules: Modules::default(),
+            defines: Arc::default(),
+            modules: Arc::default(),
             server_root,
             version,
             diags: Diagnostics::new(),
@@ -70,7 +72,7 @@ impl<'a> Reader<'a> {
             format!("read {} variables as apache2ctl would: {}", vars.len(), names.join(", ")),
         ));
         for (n, v) in &vars {
-            self.defines.define(n, Some(v));
+            Arc::make_mut(&mut self.defines).define(n, Some(v));
         }
     }
 
@@ -85,8 +87,22 @@ impl<'a> Reader<'a> {
     /// Reads one file of the server configuration and expands it.  `from` is the Include
     /// that asked for it.  Returns `None` when it cannot be read or would loop.
     pub fn read_config(&mut self, apache_path: &str, from: Option<Span>) -> Option<(FileId, Vec<Item>)> {
-        let host = self.fs.host_path(apache_path);
-        let canonical = std::fs::canonicalize(&host).unwrap_or_else(|_| host.clone());
+        self.read_file(apache_path, from, &Context::server(), None)
+    }
+
+    /// Reads (or takes the prefetched parse of) one configuration file and expands it in
+    /// `ctx`: an included file is read in the context of its Include (a vhost, ...).
+    fn read_file(
+        &mut self,
+        apache_path: &str,
+        from: Option<Span>,
+        ctx: &Context,
+        prefetched: Option<Prefetched>,
+    ) -> Option<(FileId, Vec<Item>)> {
+        let canonical = match &prefetched {
+            Some(p) => p.canonical.clone(),
+            None => canonical_of(self.fs, apache_path),
+        };
         if let Some(pos) = self.stack.iter().position(|(p, _)| *p == canonical) {
             let mut d = Diagnostic::new(
                 Code::IncludeCycle,
@@ -111,9 +127,12 @@ impl<'a> Reader<'a> {
             ));
             return None;
         }
-        let bytes = match std::fs::read(&host) {
-            Ok(b) => b,
-            Err(e) => {
+        let (id, doc) = match prefetched {
+            Some(Prefetched { parsed: Ok((id, doc, diags)), .. }) => {
+                self.diags.extend(diags);
+                (id, doc)
+            }
+            Some(Prefetched { parsed: Err(e), .. }) => {
                 self.diags.push(Diagnostic::new(
                     Code::UnreadableFile,
                     from,
@@ -121,16 +140,65 @@ impl<'a> Reader<'a> {
                 ));
                 return None;
             }
+            None => {
+                let host = self.fs.host_path(apache_path);
+                let bytes = match std::fs::read(&host) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.diags.push(Diagnostic::new(
+                            Code::UnreadableFile,
+                            from,
+                            format!("could not open configuration file {apache_path}: {e}"),
+                        ));
+                        return None;
+                    }
+                };
+                let display = host.to_string_lossy().into_owned();
+                let id = self.add_file(display, apache_path.to_string(), FileKind::ServerConfig, bytes);
+                let (doc, diags) = syntax::parse(id, &self.sources.file(id).text);
+                self.diags.extend(diags);
+                (id, doc)
+            }
         };
-        let display = host.to_string_lossy().into_owned();
-        let id = self.add_file(display, apache_path.to_string(), FileKind::ServerConfig, bytes);
-        let (doc, diags) = syntax::parse(id, &self.sources.file(id).text);
-        self.diags.extend(diags);
         self.stack.push((canonical.clone(), id));
         self.seen.push((canonical, id));
-        let items = self.expand(&doc.nodes, &Context::server(), true);
+        let items = self.expand(doc.nodes, ctx, true);
         self.stack.pop();
         Some((id, items))
+    }
+
+    /// Reads and parses many included files at once, registering them under consecutive
+    /// ids in Apache's order; expansion stays sequential, as Apache's reading is.
+    fn prefetch(&mut self, files: &[String]) -> Vec<Prefetched> {
+        let base = self.sources.reserve(files.len());
+        let fs = self.fs;
+        let loaded = crate::par::map(files, |k, path| {
+            let id = FileId(base.0 + k as u32);
+            let canonical = canonical_of(fs, path);
+            let host = fs.host_path(path);
+            let read = std::fs::read(&host).map(|bytes| {
+                let (text, bad) = decode(bytes);
+                let (doc, mut diags) = syntax::parse(id, &text);
+                if let Some(at) = bad {
+                    diags.insert(0, invalid_utf8(id, at));
+                }
+                (host.to_string_lossy().into_owned(), text, doc, diags)
+            });
+            (canonical, read)
+        });
+        let mut out = Vec::with_capacity(files.len());
+        for (k, (canonical, read)) in loaded.into_iter().enumerate() {
+            let id = FileId(base.0 + k as u32);
+            let parsed = match read {
+                Ok((display, text, doc, diags)) => {
+                    self.sources.fill(id, display, files[k].clone(), FileKind::ServerConfig, text);
+                    Ok((id, doc, diags))
+                }
+                Err(e) => Err(e),
+            };
+            out.push(Prefetched { canonical, parsed });
+        }
+        out
     }
 
     /// Registers a file's bytes, replacing invalid UTF-8 with a warning.
@@ -141,44 +209,25 @@ impl<'a> Reader<'a> {
         kind: FileKind,
         bytes: Vec<u8>,
     ) -> FileId {
-        match String::from_utf8(bytes) {
-            Ok(text) => self.sources.add(display, apache_path, kind, text),
-            Err(e) => {
-                let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                let at = e.utf8_error().valid_up_to();
-                let id = self.sources.add(display, apache_path, kind, text);
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::InvalidUtf8,
-                        Span::new(id, at, at + 1),
-                        "this file is not valid UTF-8; invalid bytes are read as U+FFFD",
-                    )
-                    .with_help(
-                        "Apache compares bytes; re-save the file as UTF-8 if it holds paths or patterns",
-                    ),
-                );
-                id
-            }
+        let (text, bad) = decode(bytes);
+        let id = self.sources.add(display, apache_path, kind, text);
+        if let Some(at) = bad {
+            self.diags.push(invalid_utf8(id, at));
         }
+        id
     }
 
     /// Expands syntax nodes in `ctx`.  `enabled` is false inside a false conditional; such
     /// items are kept but neither applied nor checked.
-    pub fn expand(&mut self, nodes: &[Node], ctx: &Context, enabled: bool) -> Vec<Item> {
+    pub fn expand(&mut self, nodes: Vec<Node>, ctx: &Context, enabled: bool) -> Vec<Item> {
         let mut out = Vec::with_capacity(nodes.len());
         for node in nodes {
             match node {
                 Node::Comment(_) => {}
                 Node::Directive(d) => {
-                    let raw = self.resolve(&d.raw, enabled);
-                    let mut item = Item {
-                        name: d.name.clone(),
-                        args: Word::split(&raw),
-                        raw,
-                        span: d.span,
-                        enabled,
-                        kind: ItemKind::Directive,
-                    };
+                    let (raw, args) = self.resolve(d.raw, d.args, enabled);
+                    let mut item =
+                        Item { name: d.name, args, raw, span: d.span, enabled, kind: ItemKind::Directive };
                     if enabled {
                         self.check_as(&item, ctx, false);
                         if ctx.place != Place::Htaccess {
@@ -188,22 +237,16 @@ impl<'a> Reader<'a> {
                     out.push(item);
                 }
                 Node::Section(s) => {
-                    let raw = self.resolve(&s.raw, enabled);
-                    let mut item = Item {
-                        name: s.name.clone(),
-                        args: Word::split(&raw),
-                        raw,
-                        span: s.span,
-                        enabled,
-                        kind: ItemKind::Directive,
-                    };
+                    let (raw, args) = self.resolve(s.raw, s.args, enabled);
+                    let mut item =
+                        Item { name: s.name, args, raw, span: s.span, enabled, kind: ItemKind::Directive };
                     let cond = if enabled { condition::evaluate(self, &item) } else { None };
                     if enabled {
                         self.check_as(&item, ctx, true);
                     }
                     let inner_enabled = enabled && cond.as_ref().is_none_or(|c| c.value != Some(false));
-                    let inner_ctx = ctx.enter(&s.name.value);
-                    let children = self.expand(&s.children, &inner_ctx, inner_enabled);
+                    let inner_ctx = ctx.enter(&item.name.value);
+                    let children = self.expand(s.children, &inner_ctx, inner_enabled);
                     item.kind = ItemKind::Section { children, close: s.close, condition: cond };
                     out.push(item);
                 }
@@ -212,11 +255,14 @@ impl<'a> Reader<'a> {
         out
     }
 
-    fn resolve(&mut self, raw: &MappedText, enabled: bool) -> MappedText {
-        if !enabled {
-            return raw.clone();
+    /// `${VAR}` substitution in an enabled line; the words are split again only when the
+    /// text changed.
+    fn resolve(&mut self, raw: MappedText, args: Vec<Word>, enabled: bool) -> (MappedText, Vec<Word>) {
+        if !enabled || !raw.text.contains("${") {
+            return (raw, args);
         }
-        let (text, missing) = self.defines.resolve(raw);
+        let (text, missing) = self.defines.resolve(&raw);
+        let args = Word::split(&text);
         // `${map:key}` is RewriteMap syntax, which Apache leaves alone without a warning.
         // One diagnostic per name and line, however often the line repeats it.
         let mut seen: Vec<(String, crate::source::Span, usize)> = Vec::new();
@@ -237,7 +283,7 @@ impl<'a> Reader<'a> {
                 .with_help(format!("define it with `Define {name} value` or pass --define {name}=value")),
             );
         }
-        text
+        (text, args)
     }
 
     /// Directives that change how the rest of the configuration is read.
@@ -247,19 +293,19 @@ impl<'a> Reader<'a> {
             "define" => {
                 if let Some(n) = item.arg(0) {
                     let n = n.to_string();
-                    self.defines.define(&n, item.arg(1));
+                    Arc::make_mut(&mut self.defines).define(&n, item.arg(1));
                 }
             }
             "undefine" => {
                 if let Some(n) = item.arg(0) {
                     let n = n.to_string();
-                    self.defines.undefine(&n);
+                    Arc::make_mut(&mut self.defines).undefine(&n);
                 }
             }
             "loadmodule" => {
                 if let (Some(id), Some(path)) = (item.arg(0), item.arg(1)) {
                     let path = join(&self.server_root, path);
-                    self.modules.load(id, &path);
+                    Arc::make_mut(&mut self.modules).load(id, &path);
                 }
             }
             "serverroot" => {
@@ -306,49 +352,21 @@ impl<'a> Reader<'a> {
         }
         let mut ids = Vec::new();
         let mut children = Vec::new();
-        for f in files {
-            let Some((id, items)) = self.read_included(&f, item.span, ctx) else { continue };
+        // Many files at once (`system/*/conf/httpd.conf` on a hosting server): parse them
+        // in parallel first.
+        let mut prefetched: Vec<Option<Prefetched>> = if files.len() >= 8 {
+            self.prefetch(&files).into_iter().map(Some).collect()
+        } else {
+            files.iter().map(|_| None).collect()
+        };
+        for (k, f) in files.iter().enumerate() {
+            let Some((id, items)) = self.read_file(f, Some(item.span), ctx, prefetched[k].take()) else {
+                continue;
+            };
             ids.push(id);
             children.extend(items);
         }
         item.kind = ItemKind::Include { files: ids, children };
-    }
-
-    /// An included file is read in the context of the Include (a vhost, a directory).
-    fn read_included(&mut self, apache_path: &str, from: Span, ctx: &Context) -> Option<(FileId, Vec<Item>)> {
-        if *ctx == Context::server() {
-            return self.read_config(apache_path, Some(from));
-        }
-        // Same as read_config, but expanded in the including context.
-        let host = self.fs.host_path(apache_path);
-        let canonical = std::fs::canonicalize(&host).unwrap_or_else(|_| host.clone());
-        if self.stack.iter().any(|(p, _)| *p == canonical) || self.stack.len() >= MAX_INCLUDE_DEPTH {
-            return self.read_config(apache_path, Some(from));
-        }
-        let bytes = match std::fs::read(&host) {
-            Ok(b) => b,
-            Err(e) => {
-                self.diags.push(Diagnostic::new(
-                    Code::UnreadableFile,
-                    from,
-                    format!("could not open configuration file {apache_path}: {e}"),
-                ));
-                return None;
-            }
-        };
-        let id = self.add_file(
-            host.to_string_lossy().into_owned(),
-            apache_path.to_string(),
-            FileKind::ServerConfig,
-            bytes,
-        );
-        let (doc, diags) = syntax::parse(id, &self.sources.file(id).text);
-        self.diags.extend(diags);
-        self.stack.push((canonical.clone(), id));
-        self.seen.push((canonical, id));
-        let items = self.expand(&doc.nodes, ctx, true);
-        self.stack.pop();
-        Some((id, items))
     }
 
     /// Checks an enabled directive or section against the catalogue.
@@ -491,6 +509,37 @@ impl<'a> Reader<'a> {
         }
         self.diags.push(d);
     }
+}
+
+/// A file read and parsed ahead of its expansion.
+struct Prefetched {
+    canonical: PathBuf,
+    parsed: std::io::Result<(FileId, syntax::Document, Vec<Diagnostic>)>,
+}
+
+fn canonical_of(fs: &Sysroot, apache_path: &str) -> PathBuf {
+    let host = fs.host_path(apache_path);
+    std::fs::canonicalize(&host).unwrap_or(host)
+}
+
+/// Bytes to text; invalid UTF-8 becomes U+FFFD and its first offset is returned.
+pub fn decode(bytes: Vec<u8>) -> (String, Option<usize>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            (String::from_utf8_lossy(e.as_bytes()).into_owned(), Some(at))
+        }
+    }
+}
+
+pub fn invalid_utf8(id: FileId, at: usize) -> Diagnostic {
+    Diagnostic::new(
+        Code::InvalidUtf8,
+        Span::new(id, at, at + 1),
+        "this file is not valid UTF-8; invalid bytes are read as U+FFFD",
+    )
+    .with_help("Apache compares bytes; re-save the file as UTF-8 if it holds paths or patterns")
 }
 
 /// Apache's answer when a directive stands somewhere its `command_rec` forbids.

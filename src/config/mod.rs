@@ -21,6 +21,7 @@ pub use context::{Context, HtaccessPerms, Place};
 pub use defines::Defines;
 pub use input::{InputKind, SERVER_CONFIGS, plesk_domains};
 pub use item::{Condition, ConditionKind, Item, ItemKind, visit_flat};
+pub use loader::{decode, invalid_utf8};
 pub use modules::{LoadedModule, Modules};
 
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
@@ -28,6 +29,7 @@ use crate::source::{FileId, FileKind, SourceMap, Span, Sysroot, clean_path};
 use crate::syntax::{self, words::quote};
 use loader::Reader;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The Apache release lighten reads configurations for unless told otherwise: Debian 12's.
 pub const DEFAULT_APACHE_VERSION: &str = "2.4.71";
@@ -90,8 +92,8 @@ pub struct Config {
     pub sources: SourceMap,
     /// The main configuration, in reading order.
     pub items: Vec<Item>,
-    pub modules: Modules,
-    pub defines: Defines,
+    pub modules: Arc<Modules>,
+    pub defines: Arc<Defines>,
     pub server_root: String,
     pub apache_version: String,
     pub diagnostics: Diagnostics,
@@ -152,7 +154,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
                 )
                 .with_help("give the server's apache2.conf instead to use its real settings"),
             );
-            items = reader.expand(&doc.nodes, &Context::server(), true);
+            items = reader.expand(doc.nodes, &Context::server(), true);
         }
     }
     Ok(Config {
@@ -187,7 +189,7 @@ pub fn load_source(display: &str, text: &str, opts: &LoadOptions) -> Config {
     );
     let (doc, diags) = syntax::parse(id, &reader.sources.file(id).text);
     reader.diags.extend(diags);
-    let items = reader.expand(&doc.nodes, &Context::server(), true);
+    let items = reader.expand(doc.nodes, &Context::server(), true);
     Config {
         input: Input { kind: InputKind::ConfigFile, path: display.to_string(), domains: Vec::new() },
         modules: reader.modules,
@@ -204,7 +206,7 @@ pub fn load_source(display: &str, text: &str, opts: &LoadOptions) -> Config {
 
 fn apply_defines(reader: &mut Reader, opts: &LoadOptions) {
     for (n, v) in &opts.defines {
-        reader.defines.define(n, v.as_deref());
+        Arc::make_mut(&mut reader.defines).define(n, v.as_deref());
     }
 }
 
@@ -252,7 +254,7 @@ fn load_plesk(
                 )
                 .with_help("pass --server-config with the server's apache2.conf or httpd.conf"),
             );
-            items = reader.expand(&doc.nodes, &Context::server(), true);
+            items = reader.expand(doc.nodes, &Context::server(), true);
         }
     }
     // Domains the server config did not include are added, as Plesk's own include chain
@@ -275,7 +277,7 @@ fn load_plesk(
             Span::new(id, 0, 0),
             format!("{} domain configuration(s) were not included by the server configuration and are read after it", missing.len()),
         ));
-        items.extend(reader.expand(&doc.nodes, &Context::server(), true));
+        items.extend(reader.expand(doc.nodes, &Context::server(), true));
     }
     // Custom files the generated httpd.conf does not include are not in effect in Apache
     // either (Plesk adds the Include when it regenerates); say so.
@@ -311,24 +313,22 @@ fn load_plesk(
 impl Config {
     /// Reads and expands a per-directory file with the permissions in force for its
     /// directory.  `None` if it cannot be read (the model reports that).
-    pub fn read_htaccess(
-        &mut self,
-        apache_path: &str,
+    /// Reads and expands a per-directory file's text (already registered as `id`) with
+    /// the permissions in force for its directory.  Takes `&self` only, so many files can
+    /// be expanded at once.
+    pub fn expand_htaccess(
+        &self,
+        id: FileId,
+        text: &str,
         perms: &HtaccessPerms,
-    ) -> Option<(FileId, Vec<Item>, Vec<Diagnostic>)> {
-        let bytes = self.sysroot.read(apache_path).ok()?;
-        let display = self.sysroot.host_path(apache_path).to_string_lossy().into_owned();
-        let fs = self.sysroot.clone();
-        let mut reader = Reader::new(&fs, self.server_root.clone(), self.apache_version.clone());
-        reader.sources = std::mem::take(&mut self.sources);
-        reader.modules = self.modules.clone();
-        reader.defines = self.defines.clone();
-        let id = reader.add_file(display, apache_path.to_string(), FileKind::Htaccess, bytes);
-        let (doc, diags) = syntax::parse(id, &reader.sources.file(id).text);
+    ) -> (Vec<Item>, Vec<Diagnostic>) {
+        let mut reader = Reader::new(&self.sysroot, self.server_root.clone(), self.apache_version.clone());
+        reader.modules = Arc::clone(&self.modules);
+        reader.defines = Arc::clone(&self.defines);
+        let (doc, diags) = syntax::parse(id, text);
         reader.diags.extend(diags);
-        let items = reader.expand(&doc.nodes, &Context::htaccess(perms.clone()), true);
-        self.sources = reader.sources;
-        Some((id, items, reader.diags.into_vec()))
+        let items = reader.expand(doc.nodes, &Context::htaccess(perms.clone()), true);
+        (items, reader.diags.into_vec())
     }
 
     /// The parsed syntax of a file, for printing and round trips.

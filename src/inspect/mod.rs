@@ -7,4 +7,4 @@ mod json;
 mod text;
 
 pub use json::{JSON_VERSION, render as json};
-pub use text::render as text;
+pub use text::{render as text, summary};

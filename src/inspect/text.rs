@@ -8,6 +8,49 @@ use std::fmt::Write;
 /// Column at which locations start when the line is short enough.
 const LOC_COLUMN: usize = 64;
 
+/// One line per virtual host and the coverage table: the view for servers with hundreds of
+/// accounts.
+pub fn summary(model: &Model, map: &SourceMap) -> String {
+    let mut p = Printer { out: String::new(), map, last_file: None };
+    p.header(model);
+    for (i, v) in model.vhosts.iter().enumerate() {
+        let addrs: Vec<String> = v.addresses.iter().map(|a| a.key()).collect();
+        let php = model.php_handlers(v);
+        let php = match php.first().map(|h| &h.handler) {
+            None => "none",
+            Some(crate::model::mime::Handler::FastCgi { .. }) => "php-fpm",
+            Some(crate::model::mime::Handler::ModPhp { .. }) => "mod_php",
+            Some(crate::model::mime::Handler::Fcgid) => "fcgid",
+            Some(_) => "other",
+        };
+        let (mut applied, mut other) = (0, 0);
+        for h in model.htaccess.iter().filter(|h| h.host_ids.contains(&Some(i))) {
+            if h.status == HtaccessStatus::Applied { applied += 1 } else { other += 1 }
+        }
+        p.last_file = None;
+        let text = format!(
+            "vhost {} {} {}{} php:{php} htaccess:{applied}{}",
+            i + 1,
+            v.server_name.as_deref().unwrap_or("(no ServerName)"),
+            addrs.join(" "),
+            if v.tls { " tls" } else { "" },
+            if other > 0 { format!(" (+{other} not applied)") } else { String::new() },
+        );
+        p.line(0, &text, Some(v.scope.at));
+    }
+    let count = |s: HtaccessStatus| model.htaccess.iter().filter(|h| h.status == s).count();
+    let _ = writeln!(
+        p.out,
+        "\n.htaccess files: {} applied, {} ignored, {} broken, {} unreachable",
+        count(HtaccessStatus::Applied),
+        count(HtaccessStatus::Ignored),
+        count(HtaccessStatus::Broken),
+        count(HtaccessStatus::Unreachable)
+    );
+    p.coverage(model);
+    p.out
+}
+
 pub fn render(model: &Model, map: &SourceMap) -> String {
     let mut p = Printer { out: String::new(), map, last_file: None };
     p.header(model);
@@ -143,7 +186,7 @@ impl Printer<'_> {
             let cert = v
                 .scope
                 .settings
-                .host
+                .host()
                 .tls
                 .certificate_file
                 .as_ref()
@@ -179,11 +222,7 @@ impl Printer<'_> {
                 self.line(2, &format!("{}. {}{from}", r.group, r.section), Some(r.at));
             }
         }
-        let mut hts: Vec<&Htaccess> = m
-            .htaccess
-            .iter()
-            .filter(|h| h.hosts.iter().any(|x| x.starts_with(&format!("vhost {} ", i + 1))))
-            .collect();
+        let mut hts: Vec<&Htaccess> = m.htaccess.iter().filter(|h| h.host_ids.contains(&Some(i))).collect();
         hts.sort_by(|a, b| a.path.cmp(&b.path));
         for h in hts {
             self.line(1, &format!(".htaccess {} ({})", h.path, status_word(h.status)), None);
@@ -231,7 +270,7 @@ impl Printer<'_> {
 /// One-line digests of the typed settings a translator cares about most.
 fn summaries(s: &Scope) -> Vec<String> {
     let mut out = Vec::new();
-    let rw = &s.settings.rewrite;
+    let rw = &s.settings.rewrite();
     if !rw.is_empty() {
         let engine = match &rw.engine {
             Some(e) if e.value => "on",
@@ -248,7 +287,7 @@ fn summaries(s: &Scope) -> Vec<String> {
         }
         out.push(line);
     }
-    let a = &s.settings.access;
+    let a = &s.settings.access();
     if !a.require.is_empty() {
         let parts: Vec<String> = a.require.iter().map(authz_text).collect();
         out.push(format!("access: {}", parts.join(" | ")));

@@ -34,11 +34,11 @@ impl Coverage {
                     Some(Status::Ignored) => self.ignored += 1,
                     Some(Status::Unsupported) => {
                         self.unsupported += 1;
-                        *self.unsupported_names.entry(d.name.clone()).or_default() += 1;
+                        *self.unsupported_names.entry(d.name.to_string()).or_default() += 1;
                     }
                     None => {
                         self.unknown += 1;
-                        *self.unsupported_names.entry(d.name.clone()).or_default() += 1;
+                        *self.unsupported_names.entry(d.name.to_string()).or_default() += 1;
                     }
                 }
             }

@@ -36,6 +36,9 @@ pub struct Htaccess {
     pub dir: String,
     /// The servers that reach it: `"server"` or the vhost's index and name.
     pub hosts: Vec<String>,
+    /// The same as indices into `Model::vhosts` (`None` for the main server).
+    #[serde(skip)]
+    pub host_ids: Vec<Option<usize>>,
     pub status: HtaccessStatus,
     /// The AllowOverride in force, in words.
     pub allow_override: String,
@@ -51,16 +54,21 @@ pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) 
     let mut found = Vec::new();
     let mut visited = 0usize;
     let mut truncated = false;
-    let mut roots: Vec<String> = roots.iter().map(|r| r.trim_end_matches('/').to_string()).collect();
-    roots.sort();
-    roots.dedup();
-    // A root inside another root is walked once.
-    let roots: Vec<String> = roots
-        .iter()
-        .filter(|r| !roots.iter().any(|o| o != *r && (r.starts_with(&format!("{o}/")) || o.is_empty())))
-        .cloned()
-        .collect();
-    for root in roots {
+    let mut sorted: Vec<String> = roots.iter().map(|r| r.trim_end_matches('/').to_string()).collect();
+    sorted.sort();
+    sorted.dedup();
+    // A root inside another root is walked once: keep a root only if none of its
+    // ancestors is kept (sorted order puts ancestors first).
+    let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut walk_roots = Vec::new();
+    for r in sorted {
+        if ancestors(&r).skip(1).any(|a| kept.contains(a)) {
+            continue;
+        }
+        kept.insert(r.clone());
+        walk_roots.push(r);
+    }
+    for root in walk_roots {
         let host = fs.host_path(if root.is_empty() { "/" } else { &root });
         if !host.is_dir() {
             continue;
@@ -86,6 +94,16 @@ pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) 
     found.sort();
     found.dedup();
     (found, truncated)
+}
+
+/// `path` and each of its ancestors, `/a/b/c`, `/a/b`, `/a`, `` (the root).
+pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(path.trim_end_matches('/'));
+    std::iter::from_fn(move || {
+        let cur = next?;
+        next = if cur.is_empty() { None } else { Some(cur.rsplit_once('/').map_or("", |(d, _)| d)) };
+        Some(cur)
+    })
 }
 
 /// Number of components, as Apache sorts `<Directory>` sections (`/` is 1, `/var/www` 3).
@@ -168,6 +186,12 @@ pub fn decided_by(perms: &HtaccessPerms) -> Option<Span> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ancestors_walk_up_to_the_root() {
+        assert_eq!(ancestors("/a/b/").collect::<Vec<_>>(), ["/a/b", "/a", ""]);
+        assert_eq!(ancestors("/").collect::<Vec<_>>(), [""]);
+    }
 
     #[test]
     fn directory_paths_match_like_apache() {

@@ -29,7 +29,7 @@ pub use vhost::{SectionRef, VhostAddr, VirtualHost};
 use crate::catalogue::catalogue;
 use crate::config::{ConditionKind, Config, HtaccessPerms, Input, Item, ItemKind, LoadedModule};
 use crate::diagnostic::{Code, Diagnostic};
-use crate::source::{Span, clean_path, join};
+use crate::source::{FileId, Span, clean_path, join};
 use mime::Handler;
 use serde::Serialize;
 use settings::ReadCx;
@@ -61,12 +61,12 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
     let mut b = Builder { diags: Vec::new(), vhost_items: Vec::new() };
     let items = std::mem::take(&mut config.items);
     let mut server = Scope::new(ScopeKind::Server, None, Span::new(crate::source::FileId(0), 0, 0), true);
-    b.fill(&mut server, &items, true, None);
-    server.settings.rewrite.finish();
-    let main = server.settings.host.clone();
+    b.fill(&mut server, items, true, None);
+    server.settings.finish();
+    let main = server.settings.host().clone();
     let mut vhosts = Vec::new();
     for (item, enabled) in std::mem::take(&mut b.vhost_items) {
-        vhosts.push(b.vhost(&items_ref(&items, item), enabled, &main));
+        vhosts.push(b.vhost(item, enabled, &main));
     }
     vhost::mark_defaults(&mut vhosts);
     for v in &mut vhosts {
@@ -81,7 +81,6 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
             ));
         }
     }
-    config.items = items;
     let htaccess = b.htaccess(config, &server, &vhosts);
     let mut coverage = Coverage::default();
     coverage.add_scope(&server);
@@ -106,22 +105,10 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
     (model, b.diags)
 }
 
-/// Finds a vhost item again by its position (the builder records paths, not references,
-/// so the item tree can move back into the config afterwards).
-fn items_ref(items: &[Item], path: Vec<usize>) -> Item {
-    let mut cur: &[Item] = items;
-    let mut found: Option<&Item> = None;
-    for i in path {
-        let it = &cur[i];
-        found = Some(it);
-        cur = it.children();
-    }
-    found.expect("recorded path").clone()
-}
-
 /// A server with the folders its URLs map to and the per-directory file names it reads.
 struct Reach<'a> {
     label: String,
+    index: Option<usize>,
     vhost: Option<&'a VirtualHost>,
     roots: Vec<String>,
     names: Vec<String>,
@@ -129,90 +116,92 @@ struct Reach<'a> {
 
 struct Builder {
     diags: Vec<Diagnostic>,
-    /// Paths (child indices from the root) of `<VirtualHost>` items, with their enabled flag.
-    vhost_items: Vec<(Vec<usize>, bool)>,
+    /// `<VirtualHost>` sections found at the top level, with their enabled flag.
+    vhost_items: Vec<(Item, bool)>,
 }
 
 impl Builder {
     /// Adds `items` to `scope`: directives become uses and typed settings, sections become
     /// child scopes; includes and decided conditionals are looked through.  `path` tracks
     /// the position from the root for virtual hosts (only at server level).
-    fn fill(&mut self, scope: &mut Scope, items: &[Item], enabled: bool, options: Option<&[String]>) {
-        self.fill_at(scope, items, enabled, options, &mut Some(Vec::new()));
+    fn fill(&mut self, scope: &mut Scope, items: Vec<Item>, enabled: bool, options: Option<&[String]>) {
+        self.fill_at(scope, items, enabled, options, true);
     }
 
+    /// Adds `items` to `scope`, consuming them: directives become uses and typed
+    /// settings, sections become child scopes; includes and decided conditionals are
+    /// looked through.  At the top level (`top`), `<VirtualHost>` sections are set aside
+    /// for [`Builder::vhost`].
     fn fill_at(
         &mut self,
         scope: &mut Scope,
-        items: &[Item],
+        items: Vec<Item>,
         enabled: bool,
         options: Option<&[String]>,
-        path: &mut Option<Vec<usize>>,
+        top: bool,
     ) {
-        for (i, item) in items.iter().enumerate() {
+        for mut item in items {
             let on = enabled && item.enabled;
-            match &item.kind {
+            match std::mem::replace(&mut item.kind, ItemKind::Directive) {
                 ItemKind::Include { children, .. } => {
                     use_of(scope, item, on, false);
-                    if let Some(p) = path.as_mut() {
-                        p.push(i);
-                    }
-                    self.fill_at(scope, children, on, options, path);
-                    if let Some(p) = path.as_mut() {
-                        p.pop();
-                    }
+                    self.fill_at(scope, children, on, options, top);
                 }
-                ItemKind::Section { children, condition, .. } => {
+                ItemKind::Section { children, condition, close } => {
                     let lower = item.name.value.to_ascii_lowercase();
-                    use_of(scope, item, on, true);
                     if let Some(c) = condition.as_ref().filter(|c| c.kind != ConditionKind::Expression) {
                         let inner = on && c.value == Some(true);
-                        if let Some(p) = path.as_mut() {
-                            p.push(i);
-                        }
-                        self.fill_at(scope, children, inner, options, path);
-                        if let Some(p) = path.as_mut() {
-                            p.pop();
-                        }
+                        use_of(scope, item, on, true);
+                        self.fill_at(scope, children, inner, options, top);
                     } else if lower == "virtualhost" {
-                        if let Some(p) = path.as_ref() {
-                            let mut full = p.clone();
-                            full.push(i);
-                            self.vhost_items.push((full, on));
+                        if top {
+                            use_of(scope, item.clone(), on, true);
+                            item.kind = ItemKind::Section { children, condition, close };
+                            self.vhost_items.push((item, on));
+                        } else {
+                            use_of(scope, item, on, true);
                         }
                     } else if matches!(lower.as_str(), "requireall" | "requireany" | "requirenone") {
-                        record_nested(scope, children, on);
+                        item.kind = ItemKind::Section { children, condition, close };
                         if on {
                             let mut cx = ReadCx { diags: &mut self.diags, options_allowed: options };
-                            if let Some(a) = access::read_container(item, &mut cx) {
-                                scope.settings.access.require.push(a);
+                            if let Some(a) = access::read_container(&item, &mut cx) {
+                                scope.settings.access_mut().require.push(a);
                             }
                         }
+                        let children = match std::mem::replace(&mut item.kind, ItemKind::Directive) {
+                            ItemKind::Section { children, .. } => children,
+                            _ => Vec::new(),
+                        };
+                        use_of(scope, item, on, true);
+                        record_nested(scope, children, on);
                     } else if let Some(kind) = ScopeKind::of_section(&item.name.value) {
-                        let matcher = self.matcher(kind, item, on);
+                        let matcher = self.matcher(kind, &item, on);
                         let mut child = Scope::new(kind, matcher, item.span, on);
-                        self.fill_at(&mut child, children, on, options, &mut None);
-                        child.settings.rewrite.finish();
+                        use_of(scope, item, on, true);
+                        self.fill_at(&mut child, children, on, options, false);
+                        child.settings.finish();
                         self.dangling(&child);
                         scope.children.push(child);
                     } else {
                         // An unknown section: its contents still count, in this scope.
-                        self.fill_at(scope, children, on, options, &mut None);
+                        use_of(scope, item, on, true);
+                        self.fill_at(scope, children, on, options, false);
                     }
                 }
                 ItemKind::Directive => {
-                    use_of(scope, item, on, false);
                     if on {
                         let mut cx = ReadCx { diags: &mut self.diags, options_allowed: options };
-                        settings::read(item, &mut scope.settings, &mut cx);
+                        settings::read(&item, &mut scope.settings, &mut cx);
                     }
+                    use_of(scope, item, on, false);
                 }
             }
         }
     }
 
     fn dangling(&mut self, scope: &Scope) {
-        for c in &scope.settings.rewrite.dangling {
+        for c in &scope.settings.rewrite().dangling {
             self.diags.push(
                 Diagnostic::new(
                     Code::DanglingCondition,
@@ -252,14 +241,18 @@ impl Builder {
         Some(m)
     }
 
-    fn vhost(&mut self, item: &Item, enabled: bool, main: &server::HostSettings) -> VirtualHost {
+    fn vhost(&mut self, item: Item, enabled: bool, main: &server::HostSettings) -> VirtualHost {
         let addresses: Vec<VhostAddr> =
             item.args.iter().map(|w| VhostAddr::parse(&w.value, w.span)).collect();
         let mut scope = Scope::new(ScopeKind::VirtualHost, None, item.span, enabled);
-        self.fill_at(&mut scope, item.children(), enabled, None, &mut None);
-        scope.settings.rewrite.finish();
+        let children = match item.kind {
+            ItemKind::Section { children, .. } => children,
+            _ => Vec::new(),
+        };
+        self.fill_at(&mut scope, children, enabled, None, false);
+        scope.settings.finish();
         self.dangling(&scope);
-        let h = &scope.settings.host;
+        let h = &scope.settings.host();
         let pick = |own: &Option<Spanned<String>>, inherited: &Option<Spanned<String>>| {
             own.as_ref().or(inherited.as_ref()).map(|s| s.value.clone())
         };
@@ -287,10 +280,16 @@ impl Builder {
         let main_aliases = alias_targets(server);
         let mut servers: Vec<Reach> = Vec::new();
         let main_names = access_names(server, None);
-        if let Some(root) = &server.settings.host.document_root {
+        if let Some(root) = &server.settings.host().document_root {
             let mut roots = vec![root.value.clone()];
             roots.extend(main_aliases.clone());
-            servers.push(Reach { label: "server".into(), vhost: None, roots, names: main_names.clone() });
+            servers.push(Reach {
+                label: "server".into(),
+                index: None,
+                vhost: None,
+                roots,
+                names: main_names.clone(),
+            });
         }
         for (i, v) in vhosts.iter().enumerate() {
             if !v.scope.enabled {
@@ -300,7 +299,13 @@ impl Builder {
             roots.extend(main_aliases.clone());
             roots.extend(alias_targets(&v.scope));
             let label = format!("vhost {} {}", i + 1, v.server_name.as_deref().unwrap_or("(no name)"));
-            servers.push(Reach { label, vhost: Some(v), roots, names: access_names(server, Some(&v.scope)) });
+            servers.push(Reach {
+                label,
+                index: Some(i),
+                vhost: Some(v),
+                roots,
+                names: access_names(server, Some(&v.scope)),
+            });
         }
         let mut roots: Vec<String> = servers.iter().flat_map(|s| s.roots.clone()).collect();
         for (scope, path) in htaccess::directory_sections(server, None) {
@@ -311,11 +316,11 @@ impl Builder {
                 roots.push(path);
             }
         }
-        let mut reported: Vec<&String> = Vec::new();
+        let spans = root_spans(server, vhosts);
+        let mut reported = std::collections::HashSet::new();
         for r in servers.iter().flat_map(|s| s.roots.iter()) {
-            if !config.sysroot.is_dir(r) && !reported.contains(&r) {
-                reported.push(r);
-                let at = root_span(server, vhosts, r);
+            if reported.insert(r.as_str()) && !config.sysroot.is_dir(r) {
+                let at = spans.get(r.as_str()).copied();
                 self.diags.push(Diagnostic::new(
                     Code::MissingPath,
                     at,
@@ -341,109 +346,157 @@ impl Builder {
                 .with_help("raise --walk-limit; .htaccess files not found are not part of this report"),
             );
         }
-        let mut out = Vec::new();
+        // Which servers map URLs into a folder: looked up by the folder and its ancestors.
+        let mut by_root: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+        for (i, reach) in servers.iter().enumerate() {
+            for r in &reach.roots {
+                by_root.entry(r.trim_end_matches('/')).or_default().push(i);
+            }
+        }
+        let mut sections_of: Vec<Option<Vec<(&Scope, String)>>> = vec![None; servers.len()];
+        let mut jobs: Vec<Job> = Vec::new();
         for path in files {
             let dir = path.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
             let file_name = path.rsplit('/').next().unwrap_or("").to_string();
+            let mut reaching: Vec<usize> =
+                htaccess::ancestors(&dir).filter_map(|a| by_root.get(a)).flatten().copied().collect();
+            reaching.sort_unstable();
+            reaching.dedup();
             // Group the servers that reach this file by the permissions they give it.
-            let mut groups: Vec<(HtaccessPerms, Vec<String>)> = Vec::new();
-            for Reach { label, vhost: v, roots, names: accnames } in &servers {
-                let reaches = roots.iter().any(|r| {
-                    let r = r.trim_end_matches('/');
-                    dir == r || dir.starts_with(&format!("{r}/"))
-                });
-                if !reaches || !accnames.contains(&file_name) {
+            let mut groups: Vec<Job> = Vec::new();
+            for i in reaching {
+                let Reach { label, index, vhost: v, names: accnames, .. } = &servers[i];
+                if !accnames.contains(&file_name) {
                     continue;
                 }
-                let sections = htaccess::directory_sections(server, v.map(|v| &v.scope));
-                let perms = htaccess::perms_for(&dir, &sections);
-                match groups.iter_mut().find(|(p, _)| p.same_rights(&perms)) {
-                    Some(g) => g.1.push(label.clone()),
-                    None => groups.push((perms, vec![label.clone()])),
+                let sections = sections_of[i]
+                    .get_or_insert_with(|| htaccess::directory_sections(server, v.map(|v| &v.scope)));
+                let perms = htaccess::perms_for(&dir, sections);
+                match groups.iter_mut().find(|g| g.perms.as_ref().is_some_and(|p| p.same_rights(&perms))) {
+                    Some(g) => {
+                        g.hosts.push(label.clone());
+                        g.ids.push(*index);
+                    }
+                    None => groups.push(Job {
+                        path: path.clone(),
+                        dir: dir.clone(),
+                        perms: Some(perms),
+                        hosts: vec![label.clone()],
+                        ids: vec![*index],
+                    }),
                 }
             }
             if groups.is_empty() {
-                out.push(Htaccess {
-                    path: path.clone(),
-                    dir: dir.clone(),
-                    hosts: Vec::new(),
-                    status: HtaccessStatus::Unreachable,
-                    allow_override: String::new(),
-                    file: None,
-                    scope: None,
-                });
-                continue;
+                groups.push(Job { path: path.clone(), dir, perms: None, hosts: Vec::new(), ids: Vec::new() });
             }
-            for (perms, hosts) in groups {
-                out.push(self.read_htaccess(config, &path, &dir, perms, hosts));
+            jobs.extend(groups);
+        }
+        self.read_all(config, jobs)
+    }
+
+    /// Reads and models the per-directory files on every core, then registers them in job
+    /// order so file ids, diagnostics and output stay deterministic.
+    fn read_all(&mut self, config: &mut Config, jobs: Vec<Job>) -> Vec<Htaccess> {
+        let base = config.sources.len() as u32;
+        let cfg: &Config = config;
+        let results = crate::par::map(&jobs, |k, job| model_file(cfg, job, FileId(base + k as u32)));
+        let mut out = Vec::with_capacity(jobs.len());
+        for (job, done) in jobs.into_iter().zip(results) {
+            if let Some((display, text)) = done.file {
+                let id =
+                    config.sources.add(display, job.path.clone(), crate::source::FileKind::Htaccess, text);
+                debug_assert_eq!(id.0, base + out.len() as u32);
             }
+            self.diags.extend(done.diags);
+            out.push(done.htaccess);
         }
         out
     }
-
-    fn read_htaccess(
-        &mut self,
-        config: &mut Config,
-        path: &str,
-        dir: &str,
-        perms: HtaccessPerms,
-        hosts: Vec<String>,
-    ) -> Htaccess {
-        let described = perms.describe();
-        let mut h = Htaccess {
-            path: path.to_string(),
-            dir: dir.to_string(),
-            hosts,
-            status: HtaccessStatus::Ignored,
-            allow_override: described.clone(),
-            file: None,
-            scope: None,
-        };
-        if !perms.reads_files() {
-            let bytes = config.sysroot.read(path).unwrap_or_default();
-            let display = config.sysroot.host_path(path).to_string_lossy().into_owned();
-            let id = config.sources.add(
-                display,
-                path.to_string(),
-                crate::source::FileKind::Htaccess,
-                String::from_utf8_lossy(&bytes).into_owned(),
-            );
-            h.file = Some(id);
-            let mut d = Diagnostic::new(
-                Code::HtaccessIgnored,
-                Span::new(id, 0, 0),
-                format!("Apache never reads this file: {described} is in force for {dir}"),
-            );
-            if let Some(at) = htaccess::decided_by(&perms) {
-                d = d.with_label(at, "AllowOverride set here");
-            }
-            self.diags.push(d.with_help(
-                "if the rules in it matter, allow them with AllowOverride in a <Directory> for this path",
-            ));
-            return h;
-        }
-        let Some((id, items, diags)) = config.read_htaccess(path, &perms) else {
-            self.diags.push(Diagnostic::new(Code::UnreadableFile, None, format!("{path} could not be read")));
-            return h;
-        };
-        h.file = Some(id);
-        let broken_before =
-            diags.iter().any(|d| d.severity == crate::diagnostic::Severity::Error && !d.code.is_lint());
-        self.diags.extend(diags);
-        let mark = self.diags.len();
-        let mut scope =
-            Scope::new(ScopeKind::Htaccess, Some(Matcher::Path(dir.to_string())), Span::new(id, 0, 0), true);
-        self.fill_at(&mut scope, &items, true, perms.options.as_deref(), &mut None);
-        scope.settings.rewrite.finish();
-        self.dangling(&scope);
-        let broken_now = self.diags[mark..]
-            .iter()
-            .any(|d| d.severity == crate::diagnostic::Severity::Error && !d.code.is_lint());
-        h.status = if broken_before || broken_now { HtaccessStatus::Broken } else { HtaccessStatus::Applied };
-        h.scope = Some(scope);
-        h
-    }
 }
+
+/// One .htaccess file as reached with one set of permissions.
+struct Job {
+    path: String,
+    dir: String,
+    /// `None` when no server maps a URL to the file.
+    perms: Option<HtaccessPerms>,
+    hosts: Vec<String>,
+    ids: Vec<Option<usize>>,
+}
+
+/// What a worker made of a job: the model entry, its diagnostics, and the file to register
+/// (display name and text) under the id it was given.
+struct Done {
+    htaccess: Htaccess,
+    diags: Vec<Diagnostic>,
+    file: Option<(String, String)>,
+}
+
+/// Reads, expands and models one .htaccess as file `id`.
+fn model_file(config: &Config, job: &Job, id: FileId) -> Done {
+    let mut b = Builder { diags: Vec::new(), vhost_items: Vec::new() };
+    let mut h = Htaccess {
+        path: job.path.clone(),
+        dir: job.dir.clone(),
+        hosts: job.hosts.clone(),
+        host_ids: job.ids.clone(),
+        status: HtaccessStatus::Unreachable,
+        allow_override: String::new(),
+        file: None,
+        scope: None,
+    };
+    let display = config.sysroot.host_path(&job.path).to_string_lossy().into_owned();
+    let Some(perms) = &job.perms else {
+        return Done { htaccess: h, diags: Vec::new(), file: Some((display, String::new())) };
+    };
+    h.allow_override = perms.describe();
+    h.file = Some(id);
+    let bytes = match config.sysroot.read(&job.path) {
+        Ok(b) => b,
+        Err(e) => {
+            h.status = HtaccessStatus::Ignored;
+            b.diags.push(Diagnostic::new(
+                Code::UnreadableFile,
+                Span::new(id, 0, 0),
+                format!("{} could not be read: {e}", job.path),
+            ));
+            return Done { htaccess: h, diags: b.diags, file: Some((display, String::new())) };
+        }
+    };
+    let (text, bad) = crate::config::decode(bytes);
+    if let Some(at) = bad {
+        b.diags.push(crate::config::invalid_utf8(id, at));
+    }
+    if !perms.reads_files() {
+        h.status = HtaccessStatus::Ignored;
+        let mut d = Diagnostic::new(
+            Code::HtaccessIgnored,
+            Span::new(id, 0, 0),
+            format!("Apache never reads this file: {} is in force for {}", h.allow_override, job.dir),
+        );
+        if let Some(at) = htaccess::decided_by(perms) {
+            d = d.with_label(at, "AllowOverride set here");
+        }
+        b.diags.push(d.with_help(
+            "if the rules in it matter, allow them with AllowOverride in a <Directory> for this path",
+        ));
+        return Done { htaccess: h, diags: b.diags, file: Some((display, text)) };
+    }
+    let (items, diags) = config.expand_htaccess(id, &text, perms);
+    b.diags.extend(diags);
+    let mut scope =
+        Scope::new(ScopeKind::Htaccess, Some(Matcher::Path(job.dir.clone())), Span::new(id, 0, 0), true);
+    b.fill_at(&mut scope, items, true, perms.options.as_deref(), false);
+    scope.settings.finish();
+    b.dangling(&scope);
+    let broken =
+        b.diags.iter().any(|d| d.severity == crate::diagnostic::Severity::Error && !d.code.is_lint());
+    h.status = if broken { HtaccessStatus::Broken } else { HtaccessStatus::Applied };
+    h.scope = Some(scope);
+    Done { htaccess: h, diags: b.diags, file: Some((display, text)) }
+}
+
+impl Builder {}
 
 /// The top-level sections of the main server and a vhost in Apache's merge order
 /// (<https://httpd.apache.org/docs/2.4/sections.html#merging>): non-regex `<Directory>`
@@ -472,44 +525,46 @@ pub fn merge_order(server: &Scope, vhost: &Scope) -> Vec<SectionRef> {
     out
 }
 
-/// Where a document root or alias target was written, for diagnostics about it.
-fn root_span(server: &Scope, vhosts: &[VirtualHost], root: &str) -> Option<Span> {
-    let mut found = None;
+/// Where each document root and alias target was first written, for diagnostics.
+fn root_spans<'a>(server: &'a Scope, vhosts: &'a [VirtualHost]) -> std::collections::HashMap<String, Span> {
+    let mut out = std::collections::HashMap::new();
     for s in std::iter::once(server).chain(vhosts.iter().map(|v| &v.scope)) {
-        if let Some(d) = &s.settings.host.document_root
-            && d.value == root
-            && found.is_none()
-        {
-            found = Some(d.span);
+        if let Some(d) = &s.settings.host().document_root {
+            out.entry(d.value.clone()).or_insert(d.span);
         }
         for a in &s.settings.aliases {
-            if found.is_none() && alias_targets_of(a) == root {
-                found = Some(a.at);
-            }
+            out.entry(alias_targets_of(a)).or_insert(a.at);
         }
     }
-    found
+    out
 }
 
 /// Records the directives inside a `<Require*>` container as uses of the enclosing scope.
-fn record_nested(scope: &mut Scope, items: &[Item], enabled: bool) {
-    for it in items {
+fn record_nested(scope: &mut Scope, items: Vec<Item>, enabled: bool) {
+    for mut it in items {
         let on = enabled && it.enabled;
-        use_of(scope, it, on, it.is_section());
-        record_nested(scope, it.children(), on);
+        let section = it.is_section();
+        let children = match std::mem::replace(&mut it.kind, ItemKind::Directive) {
+            ItemKind::Section { children, .. } | ItemKind::Include { children, .. } => children,
+            ItemKind::Directive => Vec::new(),
+        };
+        use_of(scope, it, on, section);
+        record_nested(scope, children, on);
     }
 }
 
-fn use_of(scope: &mut Scope, item: &Item, enabled: bool, section: bool) {
+/// Records a directive or section as written; its strings move into the use.
+fn use_of(scope: &mut Scope, item: Item, enabled: bool, section: bool) {
     let cat = catalogue();
-    let (name, info) = if section {
-        (format!("<{}", item.name.value), cat.section(&item.name.value))
-    } else {
-        (item.name.value.clone(), cat.get(&item.name.value))
+    let info = if section { cat.section(&item.name.value) } else { cat.get(&item.name.value) };
+    let name: std::borrow::Cow<'static, str> = match info {
+        Some(i) => std::borrow::Cow::Borrowed(i.name.as_str()),
+        None if section => format!("<{}", item.name.value).into(),
+        None => item.name.value.into(),
     };
     scope.directives.push(DirectiveUse {
-        name: info.map(|i| i.name.clone()).unwrap_or(name),
-        args: item.raw.text.clone(),
+        name,
+        args: item.raw.text,
         at: item.span,
         enabled,
         status: info.map(|i| i.status),
@@ -535,8 +590,8 @@ fn alias_targets_of(a: &alias::Alias) -> String {
 /// `AccessFileName` in force: the vhost's, else the main server's, else `.htaccess`.
 fn access_names(server: &Scope, vhost: Option<&Scope>) -> Vec<String> {
     vhost
-        .and_then(|v| v.settings.host.access_file_names.as_ref())
-        .or(server.settings.host.access_file_names.as_ref())
+        .and_then(|v| v.settings.host().access_file_names.as_ref())
+        .or(server.settings.host().access_file_names.as_ref())
         .map(|n| n.value.clone())
         .unwrap_or_else(|| vec![".htaccess".to_string()])
 }
@@ -556,7 +611,7 @@ impl Model {
                 if !s.enabled {
                     return;
                 }
-                for h in &s.settings.mime.handlers {
+                for h in &s.settings.mime().handlers {
                     let php_scope = matches!(&s.matcher, Some(Matcher::Regex(r)) if r.contains("php"))
                         || matches!(&s.matcher, Some(Matcher::Path(p)) if p.ends_with(".php"));
                     let php_ext = h.extensions.iter().any(|e| e.trim_start_matches('.').starts_with("php"));
@@ -588,4 +643,21 @@ pub fn describe_scope(s: &Scope) -> String {
         Some(Matcher::Otherwise) => String::new(),
     };
     format!("<{}{m}>", s.kind.section_name())
+}
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn print_sizes() {
+        eprintln!(
+            "Scope {} Settings {} Host {} Rewrite {} Access {} Mime {} DirectiveUse {} Item {}",
+            std::mem::size_of::<super::Scope>(),
+            std::mem::size_of::<super::settings::Settings>(),
+            std::mem::size_of::<super::server::HostSettings>(),
+            std::mem::size_of::<super::rewrite::RewriteConfig>(),
+            std::mem::size_of::<super::access::AccessConfig>(),
+            std::mem::size_of::<super::mime::MimeConfig>(),
+            std::mem::size_of::<super::DirectiveUse>(),
+            std::mem::size_of::<crate::config::Item>()
+        );
+    }
 }

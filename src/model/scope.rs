@@ -117,7 +117,8 @@ pub enum Matcher {
 /// One directive as written in a scope, with what the catalogue says of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct DirectiveUse {
-    pub name: String,
+    /// The catalogue's spelling when the directive is known, as written otherwise.
+    pub name: std::borrow::Cow<'static, str>,
     /// The argument text after `${VAR}` substitution.
     pub args: String,
     pub at: Span,
@@ -135,7 +136,9 @@ pub struct Scope {
     /// False when the whole section sits in a false conditional.
     pub enabled: bool,
     pub directives: Vec<DirectiveUse>,
-    pub settings: Settings,
+    /// Boxed: most scopes carry few settings, and a scope moves often while the model is
+    /// built.
+    pub settings: Box<Settings>,
     pub children: Vec<Scope>,
 }
 
@@ -147,7 +150,7 @@ impl Scope {
             at,
             enabled,
             directives: Vec::new(),
-            settings: Settings::default(),
+            settings: Box::default(),
             children: Vec::new(),
         }
     }

@@ -21,12 +21,12 @@ use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Settings {
-    #[serde(skip_serializing_if = "HostSettings::is_empty")]
-    pub host: HostSettings,
-    #[serde(skip_serializing_if = "RewriteConfig::is_empty")]
-    pub rewrite: RewriteConfig,
-    #[serde(skip_serializing_if = "AccessConfig::is_empty")]
-    pub access: AccessConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<Box<HostSettings>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rewrite: Option<Box<RewriteConfig>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    access: Option<Box<AccessConfig>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<Alias>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -43,16 +43,65 @@ pub struct Settings {
     pub error_documents: Vec<ErrorDocument>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<HeaderRule>,
-    #[serde(skip_serializing_if = "ExpiresConfig::is_empty")]
-    pub expires: ExpiresConfig,
-    #[serde(skip_serializing_if = "MimeConfig::is_empty")]
-    pub mime: MimeConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expires: Option<Box<ExpiresConfig>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime: Option<Box<MimeConfig>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvRule>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_override: Option<AllowOverride>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_override_list: Option<Spanned<Vec<String>>>,
+}
+
+/// Empty groups, lent out by the accessors when a scope has none.
+static NO_HOST: std::sync::LazyLock<HostSettings> = std::sync::LazyLock::new(HostSettings::default);
+static NO_REWRITE: std::sync::LazyLock<RewriteConfig> = std::sync::LazyLock::new(RewriteConfig::default);
+static NO_ACCESS: std::sync::LazyLock<AccessConfig> = std::sync::LazyLock::new(AccessConfig::default);
+static NO_EXPIRES: std::sync::LazyLock<ExpiresConfig> = std::sync::LazyLock::new(ExpiresConfig::default);
+static NO_MIME: std::sync::LazyLock<MimeConfig> = std::sync::LazyLock::new(MimeConfig::default);
+
+/// The larger groups are allocated only when a directive of theirs appears: a server of a
+/// thousand accounts has tens of thousands of scopes, most with a handful of settings.
+impl Settings {
+    pub fn host(&self) -> &HostSettings {
+        self.host.as_deref().unwrap_or(&NO_HOST)
+    }
+    pub fn host_mut(&mut self) -> &mut HostSettings {
+        self.host.get_or_insert_with(Box::default)
+    }
+    pub fn rewrite(&self) -> &RewriteConfig {
+        self.rewrite.as_deref().unwrap_or(&NO_REWRITE)
+    }
+    pub fn rewrite_mut(&mut self) -> &mut RewriteConfig {
+        self.rewrite.get_or_insert_with(Box::default)
+    }
+    pub fn access(&self) -> &AccessConfig {
+        self.access.as_deref().unwrap_or(&NO_ACCESS)
+    }
+    pub fn access_mut(&mut self) -> &mut AccessConfig {
+        self.access.get_or_insert_with(Box::default)
+    }
+    pub fn expires(&self) -> &ExpiresConfig {
+        self.expires.as_deref().unwrap_or(&NO_EXPIRES)
+    }
+    pub fn expires_mut(&mut self) -> &mut ExpiresConfig {
+        self.expires.get_or_insert_with(Box::default)
+    }
+    pub fn mime(&self) -> &MimeConfig {
+        self.mime.as_deref().unwrap_or(&NO_MIME)
+    }
+    pub fn mime_mut(&mut self) -> &mut MimeConfig {
+        self.mime.get_or_insert_with(Box::default)
+    }
+
+    /// Ends the scope: RewriteCond lines without a rule become dangling.
+    pub fn finish(&mut self) {
+        if let Some(rw) = &mut self.rewrite {
+            rw.finish();
+        }
+    }
 }
 
 /// What a reader needs besides the directive.
@@ -74,43 +123,44 @@ fn first(item: &Item) -> Option<String> {
 /// it (it still counts through its catalogue status).
 pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
     let name = item.name.value.to_ascii_lowercase();
-    let h = &mut s.host;
     match name.as_str() {
         // mod_rewrite
         "rewriteengine" => {
             if let Some(f) = dir::read_flag(item) {
-                s.rewrite.engine = Some(f);
+                s.rewrite_mut().engine = Some(f);
             }
         }
         "rewritebase" => {
             if let Some(v) = first(item) {
-                set(&mut s.rewrite.base, v, item);
+                set(&mut s.rewrite_mut().base, v, item);
             }
         }
         "rewriteoptions" => {
-            s.rewrite.options.extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span)))
+            s.rewrite_mut().options.extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span)))
         }
-        "rewritemap" => rewrite::read_map(item, &mut s.rewrite, cx),
-        "rewritecond" => rewrite::read_cond(item, &mut s.rewrite, cx),
-        "rewriterule" => rewrite::read_rule(item, &mut s.rewrite, cx),
+        "rewritemap" => rewrite::read_map(item, &mut *s.rewrite_mut(), cx),
+        "rewritecond" => rewrite::read_cond(item, &mut *s.rewrite_mut(), cx),
+        "rewriterule" => rewrite::read_rule(item, &mut *s.rewrite_mut(), cx),
         // access control
         "require" => {
             if let Some(a) = access::read_require(item, cx) {
-                s.access.require.push(a);
+                s.access_mut().require.push(a);
             }
         }
-        "order" => s.access.order = access::read_order(item, cx).or(s.access.order.take()),
-        "allow" => s.access.allow.extend(access::read_host_rule(item, cx)),
-        "deny" => s.access.deny.extend(access::read_host_rule(item, cx)),
-        "satisfy" => s.access.satisfy = access::read_satisfy(item, cx).or(s.access.satisfy.take()),
-        "authtype" => set(&mut s.access.auth_type, first(item).unwrap_or_default(), item),
-        "authname" => set(&mut s.access.auth_name, first(item).unwrap_or_default(), item),
-        "authuserfile" => set(&mut s.access.auth_user_file, first(item).unwrap_or_default(), item),
-        "authgroupfile" => set(&mut s.access.auth_group_file, first(item).unwrap_or_default(), item),
-        "authbasicprovider" => {
-            s.access.auth_basic_provider = item.values().iter().map(|v| v.to_string()).collect()
+        "order" => s.access_mut().order = access::read_order(item, cx).or(s.access_mut().order.take()),
+        "allow" => s.access_mut().allow.extend(access::read_host_rule(item, cx)),
+        "deny" => s.access_mut().deny.extend(access::read_host_rule(item, cx)),
+        "satisfy" => {
+            s.access_mut().satisfy = access::read_satisfy(item, cx).or(s.access_mut().satisfy.take())
         }
-        "authmerging" => set(&mut s.access.auth_merging, first(item).unwrap_or_default(), item),
+        "authtype" => set(&mut s.access_mut().auth_type, first(item).unwrap_or_default(), item),
+        "authname" => set(&mut s.access_mut().auth_name, first(item).unwrap_or_default(), item),
+        "authuserfile" => set(&mut s.access_mut().auth_user_file, first(item).unwrap_or_default(), item),
+        "authgroupfile" => set(&mut s.access_mut().auth_group_file, first(item).unwrap_or_default(), item),
+        "authbasicprovider" => {
+            s.access_mut().auth_basic_provider = item.values().iter().map(|v| v.to_string()).collect()
+        }
+        "authmerging" => set(&mut s.access_mut().auth_merging, first(item).unwrap_or_default(), item),
         // mod_alias
         "alias" => s.aliases.extend(alias::read_alias(item, AliasKind::Alias, cx)),
         "aliasmatch" => s.aliases.extend(alias::read_alias(item, AliasKind::AliasMatch, cx)),
@@ -132,35 +182,35 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         // headers and expiry
         "header" => s.headers.extend(headers::read(item, false, cx)),
         "requestheader" => s.headers.extend(headers::read(item, true, cx)),
-        "expiresactive" => s.expires.active = dir::read_flag(item),
+        "expiresactive" => s.expires_mut().active = dir::read_flag(item),
         "expiresbytype" => {
             if let (Some(mime), Some(spec)) = (first(item), expires::read_spec(item, 1, cx)) {
-                s.expires.by_type.push(ExpiresByType { mime, spec, at: item.span });
+                s.expires_mut().by_type.push(ExpiresByType { mime, spec, at: item.span });
             }
         }
         "expiresdefault" => {
             if let Some(spec) = expires::read_spec(item, 0, cx) {
-                set(&mut s.expires.default, spec, item);
+                set(&mut s.expires_mut().default, spec, item);
             }
         }
         // content types and handlers
-        "addtype" => s.mime.types.extend(mime::ext_mapping(item)),
-        "removetype" => s.mime.remove_types.push(mime::list(item)),
+        "addtype" => s.mime_mut().types.extend(mime::ext_mapping(item)),
+        "removetype" => s.mime_mut().remove_types.push(mime::list(item)),
         "forcetype" => {
             if let Some(v) = first(item) {
-                set(&mut s.mime.force_type, v, item);
+                set(&mut s.mime_mut().force_type, v, item);
             }
         }
-        "addencoding" => s.mime.encodings.extend(mime::ext_mapping(item)),
-        "addcharset" => s.mime.charsets.extend(mime::ext_mapping(item)),
+        "addencoding" => s.mime_mut().encodings.extend(mime::ext_mapping(item)),
+        "addcharset" => s.mime_mut().charsets.extend(mime::ext_mapping(item)),
         "adddefaultcharset" => {
             if let Some(v) = first(item) {
-                set(&mut s.mime.default_charset, v, item);
+                set(&mut s.mime_mut().default_charset, v, item);
             }
         }
         "sethandler" => {
             if let Some(v) = item.arg(0) {
-                s.mime.handlers.push(HandlerUse {
+                s.mime_mut().handlers.push(HandlerUse {
                     handler: Handler::parse(v),
                     extensions: Vec::new(),
                     at: item.span,
@@ -169,16 +219,16 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         }
         "addhandler" => {
             if let Some(m) = mime::ext_mapping(item) {
-                s.mime.handlers.push(HandlerUse {
+                s.mime_mut().handlers.push(HandlerUse {
                     handler: Handler::parse(&m.value),
                     extensions: m.extensions,
                     at: item.span,
                 });
             }
         }
-        "removehandler" => s.mime.remove_handlers.push(mime::list(item)),
-        "fileetag" => s.mime.file_etag = Some(mime::list(item)),
-        "fcgidwrapper" | "fcgiwrapper" => s.mime.fcgid_wrapper = Some(mime::list(item)),
+        "removehandler" => s.mime_mut().remove_handlers.push(mime::list(item)),
+        "fileetag" => s.mime_mut().file_etag = Some(mime::list(item)),
+        "fcgidwrapper" | "fcgiwrapper" => s.mime_mut().fcgid_wrapper = Some(mime::list(item)),
         // environment
         "setenv" | "unsetenv" | "passenv" | "setenvif" | "setenvifnocase" | "browsermatch"
         | "browsermatchnocase" | "setenvifexpr" => s.env.extend(env::read(item, cx)),
@@ -193,56 +243,59 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
                 .collect();
             set(&mut s.allow_override_list, names, item);
         }
-        "accessfilename" => h.access_file_names = Some(mime::list(item)),
+        "accessfilename" => s.host_mut().access_file_names = Some(mime::list(item)),
         // host settings
         "servername" => {
             if let Some(v) = first(item) {
-                set(&mut h.server_name, v, item);
+                set(&mut s.host_mut().server_name, v, item);
             }
         }
-        "serveralias" => {
-            h.server_aliases.extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span)))
-        }
+        "serveralias" => s
+            .host_mut()
+            .server_aliases
+            .extend(item.args.iter().map(|w| Spanned::new(w.value.clone(), w.span))),
         "documentroot" => {
             if let Some(v) = first(item) {
-                set(&mut h.document_root, v, item);
+                set(&mut s.host_mut().document_root, v, item);
             }
         }
         "usecanonicalname" => {
             if let Some(v) = first(item) {
-                set(&mut h.use_canonical_name, v, item);
+                set(&mut s.host_mut().use_canonical_name, v, item);
             }
         }
-        "listen" => h.listen.extend(server::read_listen(item, cx)),
+        "listen" => s.host_mut().listen.extend(server::read_listen(item, cx)),
         "user" => {
             if let Some(v) = first(item) {
-                set(&mut h.user, v, item);
+                set(&mut s.host_mut().user, v, item);
             }
         }
         "group" => {
             if let Some(v) = first(item) {
-                set(&mut h.group, v, item);
+                set(&mut s.host_mut().group, v, item);
             }
         }
-        "suexecusergroup" => h.suexec = Some(mime::list(item)),
+        "suexecusergroup" => s.host_mut().suexec = Some(mime::list(item)),
         "errorlog" => {
             if let Some(v) = first(item) {
-                set(&mut h.error_log, v, item);
+                set(&mut s.host_mut().error_log, v, item);
             }
         }
-        "customlog" | "transferlog" => h.custom_logs.extend(server::read_custom_log(item)),
-        "logformat" => h.log_formats.extend(server::read_log_format(item)),
-        "loglevel" => set(&mut h.log_level, item.raw.text.clone(), item),
-        "sslengine" => set(&mut h.tls.engine, first(item).unwrap_or_default(), item),
-        "sslcertificatefile" => set(&mut h.tls.certificate_file, first(item).unwrap_or_default(), item),
+        "customlog" | "transferlog" => s.host_mut().custom_logs.extend(server::read_custom_log(item)),
+        "logformat" => s.host_mut().log_formats.extend(server::read_log_format(item)),
+        "loglevel" => set(&mut s.host_mut().log_level, item.raw.text.clone(), item),
+        "sslengine" => set(&mut s.host_mut().tls.engine, first(item).unwrap_or_default(), item),
+        "sslcertificatefile" => {
+            set(&mut s.host_mut().tls.certificate_file, first(item).unwrap_or_default(), item)
+        }
         "sslcertificatekeyfile" => {
-            set(&mut h.tls.certificate_key_file, first(item).unwrap_or_default(), item)
+            set(&mut s.host_mut().tls.certificate_key_file, first(item).unwrap_or_default(), item)
         }
         "sslcertificatechainfile" => {
-            set(&mut h.tls.certificate_chain_file, first(item).unwrap_or_default(), item)
+            set(&mut s.host_mut().tls.certificate_chain_file, first(item).unwrap_or_default(), item)
         }
-        "sslprotocol" => set(&mut h.tls.protocol, item.raw.text.clone(), item),
-        "sslciphersuite" => set(&mut h.tls.cipher_suite, item.raw.text.clone(), item),
+        "sslprotocol" => set(&mut s.host_mut().tls.protocol, item.raw.text.clone(), item),
+        "sslciphersuite" => set(&mut s.host_mut().tls.cipher_suite, item.raw.text.clone(), item),
         _ => return false,
     }
     true

@@ -55,6 +55,29 @@ impl SourceMap {
         FileId(self.files.len() as u32 - 1)
     }
 
+    /// Reserves `n` consecutive ids for files read elsewhere (in parallel); each must be
+    /// filled with [`SourceMap::fill`] before it is used.
+    pub fn reserve(&mut self, n: usize) -> FileId {
+        let base = FileId(self.files.len() as u32);
+        for _ in 0..n {
+            self.files.push(SourceFile {
+                display: String::new(),
+                apache_path: String::new(),
+                kind: FileKind::Builtin,
+                text: String::new(),
+                line_starts: vec![0],
+            });
+        }
+        base
+    }
+
+    /// Fills a reserved id.
+    pub fn fill(&mut self, id: FileId, display: String, apache_path: String, kind: FileKind, text: String) {
+        let mut line_starts = vec![0u32];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
+        self.files[id.0 as usize] = SourceFile { display, apache_path, kind, text, line_starts };
+    }
+
     pub fn file(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
     }

@@ -6,6 +6,7 @@
 //! map each byte back to the file, so every word still gets an exact span.
 
 use super::{FileId, Span};
+use smallvec::{SmallVec, smallvec};
 
 /// One stretch of logical text and where it starts in the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +24,9 @@ struct Segment {
 pub struct MappedText {
     pub text: String,
     file: FileId,
-    segments: Vec<Segment>,
+    /// One segment for the common case of a line without continuation or substitution,
+    /// kept inline so such a line costs a single allocation.
+    segments: SmallVec<[Segment; 1]>,
 }
 
 impl MappedText {
@@ -32,7 +35,7 @@ impl MappedText {
         MappedText {
             text: text.to_string(),
             file,
-            segments: vec![Segment {
+            segments: smallvec![Segment {
                 text_start: 0,
                 source_start: source_start as u32,
                 source_len: text.len() as u32,
@@ -105,7 +108,7 @@ impl MappedText {
 
     /// A sub-range as its own mapped text.
     pub fn slice(&self, start: usize, end: usize) -> MappedText {
-        let mut out = MappedText { text: String::new(), file: self.file, segments: Vec::new() };
+        let mut out = MappedText { text: String::new(), file: self.file, segments: SmallVec::new() };
         if start >= end {
             out.segments.push(Segment {
                 text_start: 0,

@@ -18,44 +18,72 @@ pub struct Line {
     pub physical: usize,
 }
 
-/// Splits a file into logical lines, skipping lines that are empty after trimming.
-pub fn logical_lines(file: FileId, src: &str) -> Vec<Line> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < src.len() {
-        let mut text: Option<MappedText> = None;
-        let mut physical = 0;
-        loop {
-            let nl = src[pos..].find('\n').map(|i| pos + i);
-            let line_end = nl.unwrap_or(src.len());
-            let mut content_end = line_end;
-            if nl.is_some() && content_end > pos && src.as_bytes()[content_end - 1] == b'\r' {
-                content_end -= 1;
-            }
-            let continues = nl.is_some()
-                && content_end > pos
-                && src.as_bytes()[content_end - 1] == b'\\'
-                && !(content_end - 1 > pos && src.as_bytes()[content_end - 2] == b'\\');
-            let piece_end = if continues { content_end - 1 } else { content_end };
-            let piece = &src[pos..piece_end];
-            match &mut text {
-                None => text = Some(MappedText::contiguous(file, piece, pos)),
-                Some(t) => t.push_source(piece, pos),
-            }
-            physical += 1;
-            pos = nl.map_or(src.len(), |n| n + 1);
-            if !continues || pos >= src.len() {
-                break;
+/// Splits a file into logical lines, skipping lines that are empty after trimming.  Lazy,
+/// so each line's copy is dropped before the next one is made.
+pub fn logical_lines(file: FileId, src: &str) -> LogicalLines<'_> {
+    LogicalLines { file, src, pos: 0 }
+}
+
+pub struct LogicalLines<'a> {
+    file: FileId,
+    src: &'a str,
+    pos: usize,
+}
+
+impl Iterator for LogicalLines<'_> {
+    type Item = Line;
+
+    fn next(&mut self) -> Option<Line> {
+        let (file, src) = (self.file, self.src);
+        while self.pos < src.len() {
+            let mut text: Option<MappedText> = None;
+            let mut physical = 0;
+            loop {
+                let pos = self.pos;
+                let nl = src[pos..].find('\n').map(|i| pos + i);
+                let line_end = nl.unwrap_or(src.len());
+                let mut content_end = line_end;
+                if nl.is_some() && content_end > pos && src.as_bytes()[content_end - 1] == b'\r' {
+                    content_end -= 1;
+                }
+                let continues = nl.is_some()
+                    && content_end > pos
+                    && src.as_bytes()[content_end - 1] == b'\\'
+                    && !(content_end - 1 > pos && src.as_bytes()[content_end - 2] == b'\\');
+                let piece_end = if continues { content_end - 1 } else { content_end };
+                let piece = &src[pos..piece_end];
+                physical += 1;
+                let next = nl.map_or(src.len(), |n| n + 1);
+                self.pos = next;
+                match &mut text {
+                    // The common case, one physical line: trim first, copy once.
+                    None if !continues || next >= src.len() => {
+                        let start = piece.len() - piece.trim_start_matches(is_space).len();
+                        let trimmed = piece[start..].trim_end_matches(is_space);
+                        if !trimmed.is_empty() {
+                            return Some(Line {
+                                text: MappedText::contiguous(file, trimmed, pos + start),
+                                physical,
+                            });
+                        }
+                        break;
+                    }
+                    None => text = Some(MappedText::contiguous(file, piece, pos)),
+                    Some(t) => t.push_source(piece, pos),
+                }
+                if !continues || next >= src.len() {
+                    let t = text.take().expect("set above");
+                    let start = t.text.len() - t.text.trim_start_matches(is_space).len();
+                    let end = t.text.trim_end_matches(is_space).len();
+                    if start < end {
+                        return Some(Line { text: t.slice(start, end), physical });
+                    }
+                    break;
+                }
             }
         }
-        let text = text.expect("at least one piece");
-        let start = text.text.len() - text.text.trim_start_matches(is_space).len();
-        let end = text.text.trim_end_matches(is_space).len();
-        if start < end {
-            out.push(Line { text: text.slice(start, end), physical });
-        }
+        None
     }
-    out
 }
 
 #[cfg(test)]
@@ -63,7 +91,7 @@ mod tests {
     use super::*;
 
     fn texts(src: &str) -> Vec<String> {
-        logical_lines(FileId(0), src).into_iter().map(|l| l.text.text).collect()
+        logical_lines(FileId(0), src).map(|l| l.text.text).collect()
     }
 
     #[test]
@@ -80,7 +108,7 @@ mod tests {
     #[test]
     fn spans_point_into_the_right_physical_line() {
         let src = "Foo a\\\n  bar\n";
-        let lines = logical_lines(FileId(0), src);
+        let lines: Vec<Line> = logical_lines(FileId(0), src).collect();
         let t = &lines[0].text;
         let at = t.text.find("bar").unwrap();
         let span = t.span(at, at + 3);

@@ -79,17 +79,18 @@ impl Builder {
         let Some(first) = all.first() else { return };
         self.flag_quotes(t, &all);
         if first.quote.is_none() && first.value.starts_with('<') && first.value.len() > 1 {
+            let first = all.into_iter().next().expect("checked");
             self.open(t, first, span);
             return;
         }
-        let name =
-            Word { value: first.value.clone(), quote: first.quote, span: t.span(first.start, first.end) };
         let raw_start = skip_space(&t.text, first.end);
         let raw = t.slice(raw_start, t.text.len());
-        let args: Vec<Word> = all[1..]
-            .iter()
-            .map(|w| Word { value: w.value.clone(), quote: w.quote, span: t.span(w.start, w.end) })
-            .collect();
+        let mut words = all.into_iter().map(|w| {
+            let span = t.span(w.start, w.end);
+            Word { value: w.value, quote: w.quote, span }
+        });
+        let name = words.next().expect("checked");
+        let args: Vec<Word> = words.collect();
         if let Some(hash) = args.iter().find(|w| w.quote.is_none() && w.value.starts_with('#')) {
             self.diags.push(
                 Diagnostic::new(
@@ -116,7 +117,7 @@ impl Builder {
         }
     }
 
-    fn open(&mut self, t: &MappedText, first: &words::RawWord, span: Span) {
+    fn open(&mut self, t: &MappedText, first: words::RawWord, span: Span) {
         // `<Else>` arrives as one word ending in '>'; `<Directory /x>` has the '>' at the
         // end of its arguments, and Apache cuts at the last '>' of the line.
         let mut name_text = &first.value[1..];

@@ -39,6 +39,9 @@ fn spaces(input: &str) -> IResult<&str, &str> {
 
 /// `substring_conf()`: drop the backslash of `\\` and, inside quotes, of `\<quote>`.
 fn unescape(body: &str, quote: Option<char>) -> String {
+    if !body.contains('\\') {
+        return body.to_string();
+    }
     let mut out = String::with_capacity(body.len());
     let mut chars = body.chars().peekable();
     while let Some(c) = chars.next() {
