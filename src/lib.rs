@@ -12,5 +12,6 @@ pub mod diagnostic;
 pub mod inspect;
 pub mod model;
 pub mod par;
+pub mod run;
 pub mod source;
 pub mod syntax;

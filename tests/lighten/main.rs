@@ -5,4 +5,5 @@ mod helpers;
 mod inspect;
 mod properties;
 mod roundtrip;
+mod sandbox;
 mod tidy;

@@ -1,0 +1,10 @@
+//! Running real servers: sandboxes, child processes, a plain HTTP client.
+//!
+//! Everything here touches the operating system, and only inside a sandbox folder and
+//! on loopback ports.  Nothing under /etc is read for writing, no system service is used.
+
+pub mod apache;
+pub mod http;
+pub mod php;
+pub mod process;
+pub mod sandbox;
