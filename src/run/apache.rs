@@ -105,7 +105,7 @@ impl PathMap {
             Some(root) => {
                 let r = root.to_string_lossy();
                 match p.strip_prefix(r.as_ref()) {
-                    Some(rest) if rest.is_empty() => "/".to_string(),
+                    Some("") => "/".to_string(),
                     Some(rest) if rest.starts_with('/') => rest.to_string(),
                     _ => p.to_string(),
                 }

@@ -79,8 +79,7 @@ pub fn parse(raw: &[u8], head: bool) -> io::Result<HttpResponse> {
 
 fn dechunk(mut data: &[u8]) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    loop {
-        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
         let size_text = String::from_utf8_lossy(&data[..eol]);
         let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunk size"))?;
