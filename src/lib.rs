@@ -9,6 +9,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;
+pub mod eval;
 pub mod inspect;
 pub mod model;
 pub mod par;

@@ -5,6 +5,7 @@
 
 pub mod apache;
 pub mod http;
+pub mod observe;
 pub mod php;
 pub mod process;
 pub mod sandbox;

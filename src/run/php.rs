@@ -22,8 +22,9 @@ impl Php {
         let port = free_port()?;
         let mut cmd = Command::new("php-cgi");
         cmd.arg("-b").arg(format!("127.0.0.1:{port}"));
-        // What Apache sends, unaltered: no SCRIPT_NAME/PATH_INFO repair by PHP.
-        cmd.arg("-d").arg("cgi.fix_pathinfo=0");
+        // php-cgi keeps its default cgi.fix_pathinfo=1: behind mod_proxy_fcgi's GENERIC
+        // backend type it receives SCRIPT_FILENAME with PATH_INFO appended and splits it,
+        // which gives PHP the variables php-fpm would see in production.
         if echo {
             let script = sandbox.path().join("echo.php");
             std::fs::write(&script, ECHO_SCRIPT)?;

@@ -4,6 +4,7 @@
 mod helpers;
 mod inspect;
 mod properties;
+mod rewrite_diff;
 mod roundtrip;
 mod sandbox;
 mod tidy;

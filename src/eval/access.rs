@@ -1,0 +1,209 @@
+//! Who gets in: mod_authz_core's `Require` tree and mod_access_compat's
+//! `Order`/`Allow`/`Deny`/`Satisfy`, combined as Apache 2.4 combines them.
+//!
+//! | legacy host check | Require result | Satisfy All | Satisfy Any |
+//! |---|---|---|---|
+//! | allows | granted | 200 | 200 |
+//! | allows | denied / needs a user | 403 / 401 | 200 |
+//! | denies | granted | 403 | 200 |
+//! | denies | needs a user | 403 | 401 |
+//!
+//! Users are never authenticated here: a request that needs one gets 401 when an
+//! AuthType is set (403 otherwise).
+
+use super::dirconf::DirConfig;
+use crate::model::access::{Authz, Combine, Order, Satisfy};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Granted,
+    Denied,
+    NeedsUser,
+}
+
+pub struct Client<'a> {
+    pub ip: IpAddr,
+    pub method: &'a str,
+    pub env: &'a BTreeMap<String, String>,
+    pub has_credentials: bool,
+}
+
+/// The status access control answers with, or `None` to go on.
+pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
+    let legacy = dc.legacy.map(|l| legacy_allows(l, c));
+    let satisfy_any = dc.legacy.and_then(|l| l.satisfy.as_ref()).is_some_and(|s| s.value == Satisfy::Any);
+    let authz = if dc.authz_set { eval_any(&dc.authz, c) } else { Decision::Granted };
+    let needs_user = |why: &str| -> (Option<u16>, String) {
+        if dc.auth_type.is_some() {
+            (Some(401), format!("{why}: authentication required (401)"))
+        } else {
+            (Some(403), format!("{why}: a user is required but no AuthType is set (403)"))
+        }
+    };
+    match (legacy, satisfy_any) {
+        (Some(true), true) => (None, "host allowed by Allow/Deny (Satisfy Any)".into()),
+        (Some(false), false) => (Some(403), "denied by Order/Allow/Deny".into()),
+        _ => match authz {
+            Decision::Granted => {
+                (None, if dc.authz_set { "granted by Require".into() } else { "no access rules".into() })
+            }
+            Decision::Denied => (Some(403), "denied by Require".into()),
+            Decision::NeedsUser if c.has_credentials => {
+                (Some(401), "credentials are not checked by the evaluator".into())
+            }
+            Decision::NeedsUser => needs_user("Require needs a user"),
+        },
+    }
+}
+
+fn legacy_allows(l: &crate::model::access::AccessConfig, c: &Client) -> bool {
+    let matches = |rules: &[crate::model::access::HostRule]| {
+        rules.iter().any(|r| r.from.iter().any(|h| host_matches(h, c)))
+    };
+    let (allow, deny) = (matches(&l.allow), matches(&l.deny));
+    match l.order.as_ref().map(|o| o.value).unwrap_or(Order::DenyAllow) {
+        Order::DenyAllow => !deny || allow,
+        Order::AllowDeny | Order::MutualFailure => allow && !deny,
+    }
+}
+
+/// `Allow from` / `Deny from` arguments: `all`, `env=[!]VAR`, an IP, a partial IP, a
+/// network (`10.0.0.0/8`, `10.0.0.0/255.0.0.0`); host names never match (no DNS here).
+fn host_matches(h: &str, c: &Client) -> bool {
+    let lower = h.to_ascii_lowercase();
+    if lower == "all" {
+        return true;
+    }
+    if let Some(var) = lower.strip_prefix("env=") {
+        return match var.strip_prefix('!') {
+            Some(v) => !c.env.contains_key(v),
+            None => c.env.contains_key(var),
+        };
+    }
+    ip_matches(h, c.ip)
+}
+
+/// An IP, a partial IPv4 (`10.1`), or a CIDR / netmask network.
+pub fn ip_matches(spec: &str, ip: IpAddr) -> bool {
+    if let Some((net, bits)) = spec.split_once('/') {
+        let Ok(net) = net.parse::<IpAddr>() else { return false };
+        let prefix: u32 = match bits.parse::<u32>() {
+            Ok(b) => b,
+            Err(_) => match bits.parse::<std::net::Ipv4Addr>() {
+                Ok(mask) => u32::from(mask).count_ones(),
+                Err(_) => return false,
+            },
+        };
+        return match (net, ip) {
+            (IpAddr::V4(n), IpAddr::V4(i)) => {
+                let m = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix.min(32)) };
+                u32::from(n) & m == u32::from(i) & m
+            }
+            (IpAddr::V6(n), IpAddr::V6(i)) => {
+                let m = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix.min(128)) };
+                u128::from(n) & m == u128::from(i) & m
+            }
+            _ => false,
+        };
+    }
+    if let Ok(exact) = spec.parse::<IpAddr>() {
+        return exact == ip;
+    }
+    // A partial IPv4 address: whole octets only.
+    if let IpAddr::V4(v4) = ip {
+        let parts: Vec<&str> = spec.trim_end_matches('.').split('.').collect();
+        if parts.len() < 4 && parts.iter().all(|p| p.parse::<u8>().is_ok()) {
+            return parts.iter().zip(v4.octets()).all(|(p, o)| p.parse::<u8>() == Ok(o));
+        }
+    }
+    false
+}
+
+fn eval_any(list: &[&Authz], c: &Client) -> Decision {
+    combine(Combine::Any, list.iter().copied(), c)
+}
+
+fn combine<'a>(how: Combine, items: impl Iterator<Item = &'a Authz>, c: &Client) -> Decision {
+    let results: Vec<Decision> = items.map(|a| eval(a, c)).collect();
+    match how {
+        Combine::Any => {
+            if results.contains(&Decision::Granted) {
+                Decision::Granted
+            } else if results.contains(&Decision::NeedsUser) {
+                Decision::NeedsUser
+            } else {
+                Decision::Denied
+            }
+        }
+        Combine::All => {
+            if results.contains(&Decision::Denied) {
+                Decision::Denied
+            } else if results.contains(&Decision::NeedsUser) {
+                Decision::NeedsUser
+            } else {
+                Decision::Granted
+            }
+        }
+        Combine::None => {
+            if results.contains(&Decision::Granted) {
+                Decision::Denied
+            } else {
+                Decision::Granted
+            }
+        }
+    }
+}
+
+fn eval(a: &Authz, c: &Client) -> Decision {
+    match a {
+        Authz::Container { combine: how, children, .. } => combine(*how, children.iter(), c),
+        Authz::Require { negated, provider, args, .. } => {
+            let d = match provider.as_str() {
+                "all" => {
+                    if args.first().is_some_and(|a| a.eq_ignore_ascii_case("granted")) {
+                        Decision::Granted
+                    } else {
+                        Decision::Denied
+                    }
+                }
+                "ip" => yes(args.iter().any(|s| ip_matches(s, c.ip))),
+                "local" => yes(c.ip.is_loopback()),
+                "env" => yes(args.iter().any(|v| c.env.contains_key(v))),
+                "method" => yes(args.iter().any(|m| m.eq_ignore_ascii_case(c.method))),
+                "valid-user" | "user" | "group" | "file-owner" | "file-group" => Decision::NeedsUser,
+                // Host names need DNS; expressions are not evaluated: neither grants.
+                _ => Decision::Denied,
+            };
+            if *negated {
+                match d {
+                    Decision::Granted => Decision::Denied,
+                    Decision::Denied => Decision::Granted,
+                    Decision::NeedsUser => Decision::NeedsUser,
+                }
+            } else {
+                d
+            }
+        }
+    }
+}
+
+fn yes(b: bool) -> Decision {
+    if b { Decision::Granted } else { Decision::Denied }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_forms() {
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        assert!(ip_matches("10.1", ip));
+        assert!(ip_matches("10.0.0.0/8", ip));
+        assert!(ip_matches("10.1.0.0/255.255.0.0", ip));
+        assert!(!ip_matches("10.2", ip));
+        assert!(ip_matches("10.1.2.3", ip));
+    }
+}

@@ -1,0 +1,353 @@
+//! The per-directory configuration in force for one request: `<Directory>` sections and
+//! .htaccess files along the mapped path, then directory regexes, `<Files>`, `<Location>`,
+//! merged module by module the way each Apache module merges its own configuration.
+//! Follows <https://httpd.apache.org/docs/2.4/sections.html#merging>.
+
+use super::outcome::Step;
+use crate::model::access::{AccessConfig, Authz};
+use crate::model::alias::Redirect;
+use crate::model::dir::ErrorAction;
+use crate::model::htaccess::{ancestors, directory_sections};
+use crate::model::mime::Handler;
+use crate::model::rewrite::RewriteRule;
+use crate::model::{Htaccess, HtaccessStatus, Matcher, Model, Scope, ScopeKind, describe_scope};
+use std::collections::BTreeMap;
+
+/// Apache's `Options` as bits.
+pub mod opt {
+    pub const INDEXES: u8 = 1;
+    pub const INCLUDES: u8 = 2;
+    pub const SYM_LINKS: u8 = 4;
+    pub const EXECCGI: u8 = 8;
+    pub const INCNOEXEC: u8 = 16;
+    pub const SYM_OWNER: u8 = 32;
+    pub const MULTI: u8 = 64;
+    pub const ALL: u8 = INDEXES | INCLUDES | SYM_LINKS | EXECCGI;
+}
+
+fn option_bit(name: &str) -> u8 {
+    match name.to_ascii_lowercase().as_str() {
+        "indexes" => opt::INDEXES,
+        "includes" => opt::INCLUDES,
+        "includesnoexec" => opt::INCNOEXEC,
+        "followsymlinks" => opt::SYM_LINKS,
+        "symlinksifownermatch" => opt::SYM_OWNER,
+        "execcgi" => opt::EXECCGI,
+        "multiviews" => opt::MULTI,
+        "all" => opt::ALL,
+        _ => 0,
+    }
+}
+
+/// mod_rewrite's per-directory configuration after merging.
+#[derive(Clone, Debug)]
+pub struct RewriteDir<'m> {
+    pub engine: bool,
+    pub base: Option<&'m str>,
+    /// The directory prefix stripped before matching (`/var/www/html/`).
+    pub directory: String,
+    pub rules: Vec<&'m RewriteRule>,
+}
+
+#[derive(Clone, Debug)]
+pub struct DirConfig<'m> {
+    pub rewrite: Option<RewriteDir<'m>>,
+    pub authz: Vec<&'m Authz>,
+    pub authz_set: bool,
+    pub legacy: Option<&'m AccessConfig>,
+    pub auth_type: Option<&'m str>,
+    pub options: u8,
+    pub index: Option<&'m [String]>,
+    pub directory_slash: bool,
+    pub fallback: Option<&'m str>,
+    pub error_docs: BTreeMap<u16, &'m ErrorAction>,
+    pub set_handler: Option<&'m Handler>,
+    pub add_handlers: Vec<(String, &'m Handler)>,
+    pub force_type: Option<&'m str>,
+    pub redirects: Vec<&'m Redirect>,
+    /// A .htaccess Apache cannot read: the directory answers 500.
+    pub broken: Option<&'m Htaccess>,
+    /// Something the evaluator does not decide (an `<If>`).
+    pub unknown: Option<String>,
+}
+
+impl Default for DirConfig<'_> {
+    fn default() -> Self {
+        DirConfig {
+            rewrite: None,
+            authz: Vec::new(),
+            authz_set: false,
+            legacy: None,
+            auth_type: None,
+            // Apache 2.4's default is `Options FollowSymlinks`.
+            options: opt::SYM_LINKS,
+            index: None,
+            directory_slash: true,
+            fallback: None,
+            error_docs: BTreeMap::new(),
+            set_handler: None,
+            add_handlers: Vec::new(),
+            force_type: None,
+            redirects: Vec::new(),
+            broken: None,
+            unknown: None,
+        }
+    }
+}
+
+/// The request facts that decide which sections apply.
+pub struct Target<'a> {
+    /// The mapped filename after the directory walk.
+    pub filename: &'a str,
+    pub is_dir: bool,
+    pub uri: &'a str,
+    pub method: &'a str,
+}
+
+/// Builds the configuration for `t` on the main server plus `vhost`.
+pub fn build<'m>(model: &'m Model, vhost: Option<usize>, t: &Target, trace: &mut Vec<Step>) -> DirConfig<'m> {
+    let server = &model.server;
+    let vscope = vhost.map(|i| &model.vhosts[i].scope);
+    let mut dc = DirConfig::default();
+    // The server and vhost scopes themselves count as the outermost configuration.
+    apply(&mut dc, server, "/", t);
+    if let Some(v) = vscope {
+        apply(&mut dc, v, "/", t);
+    }
+    let deepest = if t.is_dir { t.filename.trim_end_matches('/').to_string() } else { parent(t.filename) };
+    let mut levels: Vec<&str> = ancestors(&deepest).collect();
+    levels.reverse();
+    let sections = directory_sections(server, vscope);
+    let mut nested: Vec<&'m Scope> = Vec::new();
+    for level in levels {
+        let depth = if level.is_empty() { 1 } else { level.matches('/').count() + 1 };
+        for (scope, path) in &sections {
+            let sec = path.trim_end_matches('/');
+            let sec_depth = if sec.is_empty() { 1 } else { sec.matches('/').count() + 1 };
+            if sec_depth == depth
+                && crate::model::htaccess::directory_matches(path, if level.is_empty() { "/" } else { level })
+            {
+                trace.push(Step {
+                    at: Some(scope.at),
+                    depth: 0,
+                    text: format!("applies {}", describe_scope(scope)),
+                });
+                apply(&mut dc, scope, &format!("{sec}/"), t);
+                nested.push(scope);
+            }
+        }
+        let dir = if level.is_empty() { "" } else { level };
+        for h in model.htaccess.iter().filter(|h| h.dir == dir && h.host_ids.contains(&vhost)) {
+            match h.status {
+                HtaccessStatus::Applied => {
+                    if let Some(s) = &h.scope {
+                        trace.push(Step { at: Some(s.at), depth: 0, text: format!("applies {}", h.path) });
+                        apply(&mut dc, s, &format!("{dir}/"), t);
+                        nested.push(s);
+                    }
+                }
+                HtaccessStatus::Broken => {
+                    trace.push(Step {
+                        at: h.scope.as_ref().map(|s| s.at),
+                        depth: 0,
+                        text: format!("{} is broken: 500", h.path),
+                    });
+                    dc.broken = Some(h);
+                }
+                _ => {}
+            }
+        }
+    }
+    // Directory regexes, main server first, against the deepest directory.
+    for top in std::iter::once(server).chain(vscope) {
+        for c in top.children.iter().filter(|c| c.enabled) {
+            let is_regex_dir = c.kind == ScopeKind::DirectoryMatch
+                || (c.kind == ScopeKind::Directory && matches!(c.matcher, Some(Matcher::Regex(_))));
+            if let (true, Some(Matcher::Regex(re))) = (is_regex_dir, &c.matcher)
+                && (regex_search(re, &format!("{deepest}/")) || regex_search(re, &deepest))
+            {
+                trace.push(Step { at: Some(c.at), depth: 0, text: format!("applies {}", describe_scope(c)) });
+                apply(&mut dc, c, &format!("{deepest}/"), t);
+                nested.push(c);
+            }
+        }
+    }
+    // <Files> by the file's name: the server's and vhost's, then those inside applied
+    // directory sections and .htaccess files.
+    let base = t.filename.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let mut files: Vec<&Scope> = Vec::new();
+    for top in std::iter::once(server).chain(vscope) {
+        files.extend(
+            top.children.iter().filter(|c| matches!(c.kind, ScopeKind::Files | ScopeKind::FilesMatch)),
+        );
+    }
+    for n in &nested {
+        files
+            .extend(n.children.iter().filter(|c| matches!(c.kind, ScopeKind::Files | ScopeKind::FilesMatch)));
+    }
+    for f in files.into_iter().filter(|f| f.enabled) {
+        if files_match(f, base) {
+            trace.push(Step {
+                at: Some(f.at),
+                depth: 0,
+                text: format!("applies {} to '{base}'", describe_scope(f)),
+            });
+            apply(&mut dc, f, &format!("{deepest}/"), t);
+        }
+    }
+    for top in std::iter::once(server).chain(vscope) {
+        for l in top
+            .children
+            .iter()
+            .filter(|c| c.enabled && matches!(c.kind, ScopeKind::Location | ScopeKind::LocationMatch))
+        {
+            if location_match(l, t.uri) {
+                trace.push(Step {
+                    at: Some(l.at),
+                    depth: 0,
+                    text: format!("applies {} to '{}'", describe_scope(l), t.uri),
+                });
+                apply(&mut dc, l, &format!("{deepest}/"), t);
+            }
+        }
+    }
+    dc
+}
+
+fn parent(p: &str) -> String {
+    p.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()
+}
+
+pub fn regex_search(re: &str, subject: &str) -> bool {
+    pcre2::bytes::Regex::new(re).ok().and_then(|r| r.is_match(subject.as_bytes()).ok()).unwrap_or(false)
+}
+
+fn files_match(s: &Scope, base: &str) -> bool {
+    match &s.matcher {
+        Some(Matcher::Regex(re)) => regex_search(re, base),
+        Some(Matcher::Path(p)) => glob::Pattern::new(p).map(|g| g.matches(base)).unwrap_or(p == base),
+        _ => false,
+    }
+}
+
+fn location_match(s: &Scope, uri: &str) -> bool {
+    match &s.matcher {
+        Some(Matcher::Regex(re)) => regex_search(re, uri),
+        Some(Matcher::Path(p)) => {
+            if p.contains(['*', '?', '[']) {
+                return glob::Pattern::new(p).is_ok_and(|g| g.matches(uri));
+            }
+            let p = p.as_str();
+            uri == p
+                || (uri.starts_with(p) && (p.ends_with('/') || uri.as_bytes().get(p.len()) == Some(&b'/')))
+                || (p.ends_with('/') && uri == p.trim_end_matches('/'))
+        }
+        _ => false,
+    }
+}
+
+/// Merges one scope into the configuration, module by module.
+fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
+    let st = &s.settings;
+    let rw = st.rewrite();
+    // Rules written in the server or vhost itself run in server context, not here.
+    let server_level = matches!(s.kind, ScopeKind::Server | ScopeKind::VirtualHost);
+    if !rw.is_empty() && !server_level {
+        let opts: Vec<String> = rw.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
+        let inherit = opts.iter().any(|o| o == "inherit");
+        let before = opts.iter().any(|o| o == "inheritbefore");
+        let prev = dc.rewrite.take();
+        let own: Vec<&RewriteRule> = rw.rules.iter().collect();
+        let rules = match (&prev, inherit, before) {
+            (Some(p), _, true) => p.rules.iter().copied().chain(own).collect(),
+            (Some(p), true, _) => own.into_iter().chain(p.rules.iter().copied()).collect(),
+            _ => own,
+        };
+        dc.rewrite = Some(RewriteDir {
+            engine: rw.engine.as_ref().map(|e| e.value).or(prev.as_ref().map(|p| p.engine)).unwrap_or(false),
+            base: rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base)),
+            directory: dir.to_string(),
+            rules,
+        });
+    }
+    let a = st.access();
+    if !a.require.is_empty() {
+        dc.authz = a.require.iter().collect();
+        dc.authz_set = true;
+    }
+    if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
+        dc.legacy = Some(a);
+    }
+    if let Some(t) = &a.auth_type {
+        dc.auth_type = Some(t.value.as_str());
+    }
+    for line in &st.options {
+        let signed = line.changes.iter().any(|(s, _)| *s != '=');
+        if !signed {
+            dc.options = 0;
+        }
+        for (sign, name) in &line.changes {
+            let bit = option_bit(name);
+            match sign {
+                '-' => dc.options &= !bit,
+                _ => dc.options |= bit,
+            }
+        }
+    }
+    if let Some(i) = &st.directory_index {
+        dc.index = Some(&i.value);
+    }
+    if let Some(d) = &st.directory_slash {
+        dc.directory_slash = d.value;
+    }
+    if let Some(f) = &st.fallback_resource {
+        dc.fallback = Some(f.value.as_str());
+    }
+    for e in &st.error_documents {
+        dc.error_docs.insert(e.status, &e.action);
+    }
+    let m = st.mime();
+    for h in &m.handlers {
+        if h.extensions.is_empty() {
+            dc.set_handler = Some(&h.handler);
+        } else {
+            for e in &h.extensions {
+                dc.add_handlers.push((e.trim_start_matches('.').to_ascii_lowercase(), &h.handler));
+            }
+        }
+    }
+    for r in &m.remove_handlers {
+        for e in &r.value {
+            let e = e.trim_start_matches('.').to_ascii_lowercase();
+            dc.add_handlers.retain(|(x, _)| *x != e);
+        }
+    }
+    if let Some(f) = &m.force_type {
+        dc.force_type = Some(f.value.as_str());
+    }
+    if !s.settings.redirects.is_empty() && s.kind != ScopeKind::Server && s.kind != ScopeKind::VirtualHost {
+        dc.redirects.extend(s.settings.redirects.iter());
+    }
+    // <Limit>/<LimitExcept> inside: their access rules count for the methods they name.
+    for c in s.children.iter().filter(|c| c.enabled) {
+        let applies = match (&c.kind, &c.matcher) {
+            (ScopeKind::Limit, Some(Matcher::Methods(ms))) => method_in(ms, t.method),
+            (ScopeKind::LimitExcept, Some(Matcher::Methods(ms))) => !method_in(ms, t.method),
+            _ => false,
+        };
+        if applies {
+            apply(dc, c, dir, t);
+        }
+        if matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf | ScopeKind::Else) && dc.unknown.is_none() {
+            dc.unknown = Some(format!(
+                "{} is evaluated per request; lighten does not evaluate it yet",
+                describe_scope(c)
+            ));
+        }
+    }
+}
+
+/// `<Limit GET>` also covers HEAD.
+fn method_in(ms: &[String], method: &str) -> bool {
+    ms.iter().any(|m| m.eq_ignore_ascii_case(method) || (m.eq_ignore_ascii_case("GET") && method == "HEAD"))
+}

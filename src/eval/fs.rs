@@ -1,0 +1,83 @@
+//! The filesystem as the evaluated server sees it: the sysroot, with Apache's directory
+//! walk that splits a mapped path into the file and its PATH_INFO.
+
+use crate::source::Sysroot;
+use std::os::unix::fs::PermissionsExt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Other,
+    Missing,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Stat {
+    pub kind: Kind,
+    pub size: u64,
+    pub executable: bool,
+    /// The path itself is a symbolic link (lstat).
+    pub link: bool,
+}
+
+pub fn stat(fs: &Sysroot, path: &str) -> Stat {
+    let host = fs.host_path(path);
+    let link = std::fs::symlink_metadata(&host).map(|m| m.file_type().is_symlink()).unwrap_or(false);
+    match std::fs::metadata(&host) {
+        Ok(m) => Stat {
+            kind: if m.is_file() {
+                Kind::File
+            } else if m.is_dir() {
+                Kind::Dir
+            } else {
+                Kind::Other
+            },
+            size: m.len(),
+            executable: m.permissions().mode() & 0o111 != 0,
+            link,
+        },
+        Err(_) => Stat { kind: Kind::Missing, size: 0, executable: false, link },
+    }
+}
+
+/// Apache's directory walk: the longest prefix of `path` that is a directory, then the
+/// next component (a file or the first missing name) as the filename, the rest as
+/// PATH_INFO.  A path that is a directory all along stays whole.
+pub fn walk(fs: &Sysroot, path: &str) -> (String, Option<String>, Kind) {
+    let whole = stat(fs, path);
+    if whole.kind != Kind::Missing && !(whole.kind == Kind::File && path.ends_with('/')) {
+        return (path.to_string(), None, whole.kind);
+    }
+    let mut cur = String::new();
+    let segs: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, seg) in segs.iter().enumerate() {
+        cur.push('/');
+        cur.push_str(seg);
+        let st = stat(fs, &cur);
+        if st.kind == Kind::Dir && i + 1 < segs.len() {
+            continue;
+        }
+        let rest: String = segs[i + 1..].iter().map(|s| format!("/{s}")).collect();
+        let info = if rest.is_empty() { None } else { Some(rest) };
+        return (cur, info, st.kind);
+    }
+    (path.to_string(), None, whole.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_splits_path_info() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("w/sub")).unwrap();
+        std::fs::write(t.path().join("w/index.php"), "x").unwrap();
+        let fs = Sysroot::at(t.path());
+        assert_eq!(walk(&fs, "/w/index.php/a/b"), ("/w/index.php".into(), Some("/a/b".into()), Kind::File));
+        assert_eq!(walk(&fs, "/w/missing/a"), ("/w/missing".into(), Some("/a".into()), Kind::Missing));
+        assert_eq!(walk(&fs, "/w/sub/"), ("/w/sub/".into(), None, Kind::Dir));
+        assert_eq!(walk(&fs, "/w/index.php/"), ("/w/index.php".into(), Some("/".into()), Kind::File));
+    }
+}

@@ -1,0 +1,1224 @@
+//! What Apache does with a request: the evaluator.
+//!
+//! Given the model and a request it follows Apache 2.4's request processing as far as
+//! mod_rewrite, mod_alias, mod_dir, access control and the handler decide the answer:
+//!
+//! 1. the URL-path is decoded and normalised (`%2F` is a 404, dot segments go);
+//! 2. translate: server-context rewrite rules, then mod_alias, then the DocumentRoot;
+//! 3. the directory walk splits off PATH_INFO and gathers the per-directory
+//!    configuration (`<Directory>` and .htaccess per level, regexes, `<Files>`,
+//!    `<Location>`);
+//! 4. access control;
+//! 5. fixups: per-directory rewrite rules (an internal redirect starts a new round, with
+//!    `REDIRECT_*` variables), per-directory redirects, mod_dir (the trailing-slash
+//!    redirect, DirectoryIndex, FallbackResource);
+//! 6. the handler: a file, PHP, a listing, or an error with its ErrorDocument.
+//!
+//! It reads files only through the sysroot and never starts a server; the differential
+//! tests hold it against real Apache.
+
+mod access;
+mod dirconf;
+mod expand;
+pub mod fs;
+mod outcome;
+pub mod request;
+mod rewrite;
+
+pub use outcome::{Evaluation, Outcome, Served, Step};
+pub use request::Request;
+
+use crate::model::mime::Handler;
+use crate::model::rewrite::{CondKind, RewriteRule};
+use crate::model::{Model, Scope};
+use crate::source::Sysroot;
+use dirconf::DirConfig;
+use expand::Lookup;
+use rewrite::{Action, RewriteEnv, State};
+use std::collections::BTreeMap;
+
+/// Apache's limit: "Request exceeded the limit of 10 internal redirects".
+const MAX_REDIRECTS: usize = 10;
+
+/// Evaluates `req` arriving on `port` (the configuration's port, 80 or 443 unless said).
+pub fn evaluate(model: &Model, fs: &Sysroot, req: &Request, port: u16) -> Evaluation {
+    let mut e = Engine::new(model, fs, req, port);
+    let outcome = e.run();
+    Evaluation { outcome, trace: e.trace, rounds: e.rounds }
+}
+
+struct Engine<'m> {
+    model: &'m Model,
+    fs: &'m Sysroot,
+    req: &'m Request,
+    vhost: Option<usize>,
+    port: u16,
+    https: bool,
+    trace: Vec<Step>,
+    rounds: usize,
+    // The round in progress, for variable lookups.
+    uri: String,
+    args: Option<String>,
+    filename: String,
+    path_info: Option<String>,
+    env: BTreeMap<String, String>,
+    unknown: Option<String>,
+    /// `[T=...]` from a rule.
+    forced_type: Option<String>,
+    /// ErrorDocuments in force where the last round ended.
+    last_dc: Option<BTreeMap<u16, crate::model::dir::ErrorAction>>,
+}
+
+enum RoundEnd {
+    Done(Outcome),
+    Internal { uri: String, args: Option<String> },
+}
+
+fn done(status: u16, served: Served) -> RoundEnd {
+    RoundEnd::Done(Outcome { status, location: None, served, content_type: None, env: BTreeMap::new() })
+}
+
+fn redirect(status: u16, location: String) -> RoundEnd {
+    RoundEnd::Done(Outcome {
+        status,
+        location: Some(location),
+        served: Served::Redirect,
+        content_type: None,
+        env: BTreeMap::new(),
+    })
+}
+
+impl<'m> Engine<'m> {
+    fn new(model: &'m Model, fs: &'m Sysroot, req: &'m Request, port: u16) -> Engine<'m> {
+        Engine {
+            model,
+            fs,
+            req,
+            vhost: None,
+            port,
+            https: req.scheme == "https",
+            trace: Vec::new(),
+            rounds: 0,
+            uri: String::new(),
+            args: None,
+            filename: String::new(),
+            path_info: None,
+            env: BTreeMap::new(),
+            unknown: None,
+            forced_type: None,
+            last_dc: None,
+        }
+    }
+
+    fn note(&mut self, at: Option<crate::source::Span>, text: impl Into<String>) {
+        self.trace.push(Step { at, depth: 0, text: text.into() });
+    }
+
+    fn run(&mut self) -> Outcome {
+        self.vhost = self.select_vhost();
+        let (uri, args) = match decode_path(&self.req.path) {
+            Ok(u) => (u, self.req.query.clone()),
+            Err(status) => {
+                self.note(None, format!("the URL-path cannot be decoded: {status}"));
+                return self.finish(status, Served::Error { document: None }, None);
+            }
+        };
+        self.env = self.initial_env();
+        let (mut uri, mut args) = (uri, args);
+        loop {
+            self.rounds += 1;
+            if self.rounds > MAX_REDIRECTS + 1 {
+                self.note(None, "more than 10 internal redirects: 500");
+                return self.finish(500, Served::Error { document: None }, None);
+            }
+            self.note(
+                None,
+                format!(
+                    "round {}: {}{}",
+                    self.rounds,
+                    uri,
+                    args.as_ref().map(|a| format!("?{a}")).unwrap_or_default()
+                ),
+            );
+            match self.round(&uri, args.clone()) {
+                RoundEnd::Done(mut o) => {
+                    if let Some(u) = self.unknown.take() {
+                        o.served = Served::Unknown { reason: u };
+                    }
+                    if o.served == (Served::Error { document: None }) && o.status >= 400 {
+                        return self.error_document(o);
+                    }
+                    o.env = self.env.clone();
+                    return o;
+                }
+                RoundEnd::Internal { uri: u, args: a } => {
+                    // The new request sees the old one's environment as REDIRECT_*.
+                    let mut env: BTreeMap<String, String> =
+                        self.env.iter().map(|(k, v)| (format!("REDIRECT_{k}"), v.clone())).collect();
+                    env.insert("REDIRECT_URL".into(), uri.clone());
+                    env.insert("REDIRECT_STATUS".into(), "200".into());
+                    if let Some(q) = &args {
+                        env.insert("REDIRECT_QUERY_STRING".into(), q.clone());
+                    }
+                    self.env = env;
+                    self.note(
+                        None,
+                        format!(
+                            "internal redirect to {u}{}",
+                            a.as_ref().map(|q| format!("?{q}")).unwrap_or_default()
+                        ),
+                    );
+                    match decode_path(&u) {
+                        Ok(d) => uri = d,
+                        Err(status) => return self.finish(status, Served::Error { document: None }, None),
+                    }
+                    args = a;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, status: u16, served: Served, location: Option<String>) -> Outcome {
+        Outcome { status, location, served, content_type: None, env: self.env.clone() }
+    }
+
+    /// ErrorDocument for an error status: a local page (status kept), a remote URL
+    /// (302), or text.
+    fn error_document(&mut self, o: Outcome) -> Outcome {
+        let doc = self.error_doc_for(o.status);
+        match doc {
+            Some(crate::model::dir::ErrorAction::Remote(url)) => {
+                self.note(None, format!("ErrorDocument {}: redirect to {url}", o.status));
+                Outcome {
+                    status: 302,
+                    location: Some(url),
+                    served: Served::Redirect,
+                    content_type: None,
+                    env: self.env.clone(),
+                }
+            }
+            Some(crate::model::dir::ErrorAction::Local(path)) => {
+                self.note(None, format!("ErrorDocument {}: serves {path}", o.status));
+                Outcome { served: Served::Error { document: Some(path) }, env: self.env.clone(), ..o }
+            }
+            _ => Outcome { env: self.env.clone(), ..o },
+        }
+    }
+
+    fn error_doc_for(&self, status: u16) -> Option<crate::model::dir::ErrorAction> {
+        // The per-directory value wins; the vhost's and server's stand behind it.
+        let dc = self.last_dc.as_ref()?;
+        dc.get(&status).cloned()
+    }
+
+    fn initial_env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        for s in self.server_scopes() {
+            for rule in &s.settings.env {
+                apply_setenvif(rule, self.req, &self.req_path_decoded(), &mut env);
+            }
+        }
+        env
+    }
+
+    fn req_path_decoded(&self) -> String {
+        decode_path(&self.req.path).unwrap_or_default()
+    }
+
+    fn server_scopes(&self) -> Vec<&'m Scope> {
+        let mut v = vec![&self.model.server];
+        if let Some(i) = self.vhost {
+            v.push(&self.model.vhosts[i].scope);
+        }
+        v
+    }
+
+    /// The vhost Apache picks: among those listening on the port (IP-specific ones first),
+    /// the first whose ServerName or ServerAlias matches the Host, else the first listed.
+    fn select_vhost(&mut self) -> Option<usize> {
+        let host = self.host_name();
+        let on_port: Vec<usize> = self
+            .model
+            .vhosts
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| {
+                v.scope.enabled && v.addresses.iter().any(|a| a.port.is_none_or(|p| p == self.port))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let specific: Vec<usize> = on_port
+            .iter()
+            .copied()
+            .filter(|&i| {
+                self.model.vhosts[i].addresses.iter().any(|a| a.host != "*" && a.host != "_default_")
+            })
+            .collect();
+        let group = if specific.is_empty() { on_port } else { specific };
+        let found = group.iter().copied().find(|&i| {
+            let v = &self.model.vhosts[i];
+            v.server_name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(&host))
+                || v.aliases.iter().any(|a| crate::model::vhost::name_matches(a, &host))
+        });
+        let pick = found.or(group.first().copied());
+        match pick {
+            Some(i) => {
+                let v = &self.model.vhosts[i];
+                self.note(
+                    Some(v.scope.at),
+                    format!(
+                        "virtual host {} ({})",
+                        v.server_name.as_deref().unwrap_or("(no name)"),
+                        if found.is_some() { "name matches" } else { "default for the address" }
+                    ),
+                );
+            }
+            None => self.note(None, "main server (no virtual host on this port)"),
+        }
+        pick
+    }
+
+    /// The Host without port, lowercased; the vhost's ServerName when absent.
+    fn host_name(&self) -> String {
+        match &self.req.host {
+            Some(h) => crate::model::server::split_host_port(h).0.unwrap_or_default().to_ascii_lowercase(),
+            None => String::new(),
+        }
+    }
+
+    fn server_name(&self) -> String {
+        let canonical = self
+            .vhost
+            .map(|i| self.model.vhosts[i].use_canonical_name.eq_ignore_ascii_case("on"))
+            .unwrap_or(false);
+        let configured = match self.vhost {
+            Some(i) => self.model.vhosts[i].server_name.clone(),
+            None => self.model.server.settings.host().server_name.as_ref().map(|s| s.value.clone()),
+        };
+        let host = self.host_name();
+        if canonical || host.is_empty() { configured.unwrap_or_else(|| "localhost".into()) } else { host }
+    }
+
+    /// The port self-referential URLs carry: the Host's, else the default for the scheme.
+    fn server_port(&self) -> u16 {
+        let from_host = self
+            .req
+            .host
+            .as_deref()
+            .and_then(|h| crate::model::server::split_host_port(h).1.and_then(|p| p.parse().ok()));
+        from_host.unwrap_or(if self.https { 443 } else { 80 })
+    }
+
+    fn self_url_prefix(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        let port = self.server_port();
+        let default = if self.https { 443 } else { 80 };
+        if port == default {
+            format!("{scheme}://{}", self.server_name())
+        } else {
+            format!("{scheme}://{}:{port}", self.server_name())
+        }
+    }
+
+    fn docroot(&self) -> String {
+        match self.vhost {
+            Some(i) => self.model.vhosts[i].document_root.clone(),
+            None => self.model.server.settings.host().document_root.as_ref().map(|d| d.value.clone()),
+        }
+        .unwrap_or_else(|| "/var/www/html".into())
+        .trim_end_matches('/')
+        .to_string()
+    }
+}
+
+impl<'m> Engine<'m> {
+    /// One pass of request processing for `uri` (decoded) and `args`.
+    fn round(&mut self, uri: &str, args: Option<String>) -> RoundEnd {
+        self.uri = uri.to_string();
+        self.args = args;
+        self.path_info = None;
+        self.filename = uri.to_string();
+        self.last_dc = Some(self.server_error_docs());
+
+        // --- translate: server-context rewrite, mod_alias, DocumentRoot
+        let mut filename: Option<String> = None;
+        let rules = self.server_rules();
+        if !rules.is_empty() {
+            let mut st = State {
+                filename: uri.to_string(),
+                path_info: None,
+                args: self.args.clone(),
+                env: std::mem::take(&mut self.env),
+                forced_type: None,
+                forced_handler: None,
+                status: 200,
+            };
+            let mut trace = std::mem::take(&mut self.trace);
+            let (action, flags) = rewrite::apply_list(&rules, None, &mut st, self, &mut trace);
+            self.trace = trace;
+            self.env = std::mem::take(&mut st.env);
+            match action {
+                Action::Status => return done(st.status, Served::Error { document: None }),
+                Action::None => {}
+                Action::Changed | Action::ChangedNoEscape => {
+                    self.args = st.args.clone();
+                    let f = st.filename.clone();
+                    if let Some(url) = f.strip_prefix("proxy:") {
+                        return done(200, Served::Proxy { url: url.to_string() });
+                    }
+                    if rewrite::is_absolute_uri(&f) {
+                        let loc = with_query(
+                            &escape_location(&f, action == Action::ChangedNoEscape),
+                            &self.args,
+                            action == Action::ChangedNoEscape,
+                        );
+                        return redirect(
+                            flags.redirect.filter(|c| (300..400).contains(c)).unwrap_or(302),
+                            loc,
+                        );
+                    }
+                    if flags.passthrough {
+                        self.uri = f;
+                    } else {
+                        if !f.starts_with('/') {
+                            return done(400, Served::Error { document: None });
+                        }
+                        // A result whose first segment exists on disk is a path; otherwise
+                        // it is a URL-path under the DocumentRoot.
+                        let first = f.split('/').nth(1).unwrap_or("");
+                        let is_fs = !first.is_empty()
+                            && fs::stat(self.fs, &format!("/{first}")).kind != fs::Kind::Missing;
+                        let path = if is_fs { f.clone() } else { format!("{}{}", self.docroot(), f) };
+                        self.note(None, format!("server-context result {f} maps to {path}"));
+                        filename = Some(path);
+                        if let Some(t) = st.forced_type.clone() {
+                            self.forced_type = Some(t);
+                        }
+                    }
+                }
+            }
+        }
+        if filename.is_none() {
+            match self.alias_translate() {
+                Some(Translated::Redirect(status, loc)) => {
+                    return if (300..400).contains(&status) {
+                        redirect(status, loc)
+                    } else {
+                        done(status, Served::Error { document: None })
+                    };
+                }
+                Some(Translated::File(f)) => filename = Some(f),
+                None => {}
+            }
+        }
+        let filename = filename.unwrap_or_else(|| format!("{}{}", self.docroot(), self.uri));
+
+        // --- map to storage: directory walk and per-directory configuration
+        let (fname, path_info, kind) = fs::walk(self.fs, &filename);
+        self.filename = fname.clone();
+        self.path_info = path_info.clone();
+        let target = dirconf::Target {
+            filename: &fname,
+            is_dir: kind == fs::Kind::Dir,
+            uri: &self.uri,
+            method: &self.req.method,
+        };
+        let mut trace = std::mem::take(&mut self.trace);
+        let dc = dirconf::build(self.model, self.vhost, &target, &mut trace);
+        self.trace = trace;
+        self.last_dc = Some(self.merged_error_docs(&dc));
+        if let Some(h) = dc.broken {
+            self.note(h.scope.as_ref().map(|s| s.at), format!("{} makes Apache answer 500", h.path));
+            return done(500, Served::Error { document: None });
+        }
+        if let Some(u) = &dc.unknown {
+            self.unknown = Some(u.clone());
+        }
+        for rule in self.perdir_setenvif(&dc) {
+            apply_setenvif(rule, self.req, &self.uri, &mut self.env);
+        }
+
+        // --- access
+        let client = access::Client {
+            ip: self.req.remote,
+            method: &self.req.method,
+            env: &self.env,
+            has_credentials: self.req.header("Authorization").is_some(),
+        };
+        let (denied, why) = access::check(&dc, &client);
+        self.note(None, format!("access: {why}"));
+        if let Some(status) = denied {
+            return done(status, Served::Error { document: None });
+        }
+
+        // --- fixups: per-directory rewrite
+        if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty()) {
+            if dc.options & (dirconf::opt::SYM_LINKS | dirconf::opt::SYM_OWNER) == 0 {
+                self.note(
+                    None,
+                    "per-directory rewrite needs Options FollowSymLinks or SymLinksIfOwnerMatch: 403",
+                );
+                return done(403, Served::Error { document: None });
+            }
+            let mut st = State {
+                filename: fname.clone(),
+                path_info: path_info.clone(),
+                args: self.args.clone(),
+                env: std::mem::take(&mut self.env),
+                forced_type: None,
+                forced_handler: None,
+                status: 200,
+            };
+            let ofilename = st.filename.clone();
+            let oargs = st.args.clone();
+            let mut trace = std::mem::take(&mut self.trace);
+            let (action, flags) =
+                rewrite::apply_list(&rw.rules, Some(&rw.directory), &mut st, self, &mut trace);
+            self.trace = trace;
+            self.env = std::mem::take(&mut st.env);
+            if let Some(t) = st.forced_type.clone() {
+                self.forced_type = Some(t);
+            }
+            match action {
+                Action::Status => return done(st.status, Served::Error { document: None }),
+                Action::None => {}
+                Action::Changed | Action::ChangedNoEscape => {
+                    let mut f = st.filename.clone();
+                    if let Some(url) = f.strip_prefix("proxy:") {
+                        return done(200, Served::Proxy { url: url.to_string() });
+                    }
+                    if rewrite::is_absolute_uri(&f) {
+                        if let Some(base) = rw.base {
+                            f = replace_base_in_url(&f, &rw.directory, base);
+                        }
+                        let loc = with_query(
+                            &escape_location(&f, action == Action::ChangedNoEscape),
+                            &st.args,
+                            action == Action::ChangedNoEscape,
+                        );
+                        return redirect(
+                            flags.redirect.filter(|c| (300..400).contains(c)).unwrap_or(302),
+                            loc,
+                        );
+                    }
+                    if !f.starts_with('/') {
+                        return done(400, Served::Error { document: None });
+                    }
+                    if f == ofilename && st.args == oargs {
+                        self.note(None, "the rewritten URL equals the initial one: rewrite ignored");
+                    } else {
+                        // Back from a filesystem path to a URL: RewriteBase replaces the
+                        // directory prefix, else the DocumentRoot is stripped.
+                        let url = match rw.base {
+                            Some(base) if f.starts_with(&rw.directory) => {
+                                format!(
+                                    "{}{}",
+                                    base.trim_end_matches('/').to_string() + "/",
+                                    &f[rw.directory.len()..]
+                                )
+                            }
+                            Some(_) => f.clone(),
+                            None => {
+                                let root = self.docroot();
+                                match f.strip_prefix(&root) {
+                                    Some(rest) if rest.starts_with('/') || rest.is_empty() => {
+                                        rest.to_string()
+                                    }
+                                    _ => f.clone(),
+                                }
+                            }
+                        };
+                        if flags.end {
+                            self.note(None, "[END]: no further rewrite rounds");
+                            return self.serve_after_end(&url, st.args.clone());
+                        }
+                        let target = match &st.args {
+                            Some(a) => format!("{url}?{a}"),
+                            None => url,
+                        };
+                        let (u, a) = match target.split_once('?') {
+                            Some((u, a)) => (u.to_string(), Some(a.to_string())),
+                            None => (target, None),
+                        };
+                        return RoundEnd::Internal { uri: reencode(&u), args: a };
+                    }
+                }
+            }
+        }
+
+        // --- per-directory Redirect (mod_alias fixup)
+        for r in dc.redirects.clone() {
+            if let Some((status, loc)) = self.try_redirect(r) {
+                return if (300..400).contains(&status) {
+                    redirect(status, loc)
+                } else {
+                    done(status, Served::Error { document: None })
+                };
+            }
+        }
+
+        // --- mod_dir
+        if kind == fs::Kind::Dir {
+            if !self.uri.ends_with('/') && dc.directory_slash {
+                let loc = with_query(
+                    &format!("{}{}/", self.self_url_prefix(), escape_path(&self.uri)),
+                    &self.args,
+                    true,
+                );
+                self.note(None, "mod_dir: directory without trailing slash");
+                return redirect(301, loc);
+            }
+            let names: Vec<String> =
+                dc.index.map(|i| i.to_vec()).unwrap_or_else(|| vec!["index.html".into()]);
+            if !names.iter().any(|n| n.eq_ignore_ascii_case("disabled")) {
+                for name in names {
+                    let (cand_uri, cand_file) = if name.starts_with('/') {
+                        (name.clone(), format!("{}{}", self.docroot(), name))
+                    } else {
+                        (format!("{}{}", self.uri, name), format!("{}/{}", fname.trim_end_matches('/'), name))
+                    };
+                    if fs::stat(self.fs, &cand_file).kind == fs::Kind::File {
+                        let t = dirconf::Target {
+                            filename: &cand_file,
+                            is_dir: false,
+                            uri: &cand_uri,
+                            method: &self.req.method,
+                        };
+                        let mut scratch = Vec::new();
+                        let idc = dirconf::build(self.model, self.vhost, &t, &mut scratch);
+                        let c = access::Client {
+                            ip: self.req.remote,
+                            method: &self.req.method,
+                            env: &self.env,
+                            has_credentials: false,
+                        };
+                        if access::check(&idc, &c).0.is_some() {
+                            continue;
+                        }
+                        self.note(None, format!("DirectoryIndex: {cand_uri}"));
+                        self.uri = cand_uri;
+                        self.filename = cand_file.clone();
+                        return self.handle(&idc, &cand_file, None, fs::Kind::File);
+                    }
+                }
+            }
+        } else if kind == fs::Kind::Missing
+            && let Some(fb) = dc.fallback
+            && !fb.eq_ignore_ascii_case("disabled")
+        {
+            self.note(None, format!("FallbackResource {fb}"));
+            return RoundEnd::Internal { uri: fb.to_string(), args: self.args.clone() };
+        }
+        self.handle(&dc, &fname, path_info, kind)
+    }
+
+    /// After `[END]` the rewritten URL is served without another rewrite round.
+    fn serve_after_end(&mut self, url: &str, args: Option<String>) -> RoundEnd {
+        self.uri = url.to_string();
+        self.args = args;
+        let filename = format!("{}{}", self.docroot(), url);
+        let (fname, path_info, kind) = fs::walk(self.fs, &filename);
+        self.filename = fname.clone();
+        self.path_info = path_info.clone();
+        let t = dirconf::Target {
+            filename: &fname,
+            is_dir: kind == fs::Kind::Dir,
+            uri: url,
+            method: &self.req.method,
+        };
+        let mut trace = std::mem::take(&mut self.trace);
+        let dc = dirconf::build(self.model, self.vhost, &t, &mut trace);
+        self.trace = trace;
+        self.handle(&dc, &fname, path_info, kind)
+    }
+
+    /// The handler's answer for a mapped file.
+    fn handle(&mut self, dc: &DirConfig, fname: &str, path_info: Option<String>, kind: fs::Kind) -> RoundEnd {
+        let handler = self.handler_for(dc, fname);
+        if let Some(h) = handler.filter(|h| h.is_backend()) {
+            if kind != fs::Kind::File {
+                self.note(None, format!("PHP handler for {fname}, which does not exist: PHP answers 404"));
+                return done(404, Served::Error { document: None });
+            }
+            let script_name = match &path_info {
+                Some(pi) if self.uri.ends_with(pi.as_str()) => {
+                    self.uri[..self.uri.len() - pi.len()].to_string()
+                }
+                _ => self.uri.clone(),
+            };
+            self.note(None, format!("handed to PHP ({}): {fname}", handler_name(h)));
+            return done(
+                200,
+                Served::Php {
+                    script: fname.to_string(),
+                    script_name,
+                    path_info,
+                    query_string: self.args.clone().unwrap_or_default(),
+                    request_uri: self.req.target(),
+                },
+            );
+        }
+        if let Some(Handler::Other { name }) = handler {
+            self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
+        }
+        match kind {
+            fs::Kind::File => {
+                if path_info.is_some() {
+                    self.note(None, "a static file with PATH_INFO: 404 (AcceptPathInfo Default)");
+                    return done(404, Served::Error { document: None });
+                }
+                self.note(None, format!("serves the file {fname}"));
+                let mut o = done(200, Served::File { path: fname.to_string() });
+                if let (RoundEnd::Done(out), Some(t)) =
+                    (&mut o, self.forced_type.clone().or(dc.force_type.map(str::to_string)))
+                {
+                    out.content_type = Some(t);
+                }
+                o
+            }
+            fs::Kind::Dir => {
+                let autoindex = self.model.modules.iter().any(|m| m.id == "autoindex_module");
+                if !autoindex {
+                    self.note(None, "a directory without index and no mod_autoindex: 404");
+                    done(404, Served::Error { document: None })
+                } else if dc.options & dirconf::opt::INDEXES != 0 {
+                    done(200, Served::Listing { dir: fname.to_string() })
+                } else {
+                    self.note(None, "a directory without index, Options without Indexes: 403");
+                    done(403, Served::Error { document: None })
+                }
+            }
+            _ => {
+                self.note(None, format!("{fname} does not exist: 404"));
+                done(404, Served::Error { document: None })
+            }
+        }
+    }
+
+    /// SetHandler, else AddHandler by the file's extensions (the last one found wins).
+    fn handler_for<'d>(&self, dc: &'d DirConfig, fname: &str) -> Option<&'d Handler> {
+        if let Some(h) = dc.set_handler {
+            return Some(h);
+        }
+        let base = fname.rsplit('/').next().unwrap_or("");
+        let mut found = None;
+        for ext in base.split('.').skip(1) {
+            let ext = ext.to_ascii_lowercase();
+            if let Some((_, h)) = dc.add_handlers.iter().rev().find(|(e, _)| *e == ext) {
+                found = Some(*h);
+            }
+        }
+        found
+    }
+
+    /// The rules of server context: the vhost's (and the main server's with
+    /// `RewriteOptions Inherit`), when its RewriteEngine is on.
+    fn server_rules(&self) -> Vec<&'m RewriteRule> {
+        let main = self.model.server.settings.rewrite();
+        match self.vhost {
+            None => {
+                if main.is_on() {
+                    main.rules.iter().collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            Some(i) => {
+                let v = self.model.vhosts[i].scope.settings.rewrite();
+                if !v.is_on() {
+                    return Vec::new();
+                }
+                let opts: Vec<String> = v.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
+                let mut rules: Vec<&RewriteRule> = Vec::new();
+                if opts.iter().any(|o| o == "inheritbefore") {
+                    rules.extend(main.rules.iter());
+                    rules.extend(v.rules.iter());
+                } else if opts.iter().any(|o| o == "inherit") {
+                    rules.extend(v.rules.iter());
+                    rules.extend(main.rules.iter());
+                } else {
+                    rules.extend(v.rules.iter());
+                }
+                rules
+            }
+        }
+    }
+
+    fn server_error_docs(&self) -> BTreeMap<u16, crate::model::dir::ErrorAction> {
+        let mut m = BTreeMap::new();
+        for s in self.server_scopes() {
+            for e in &s.settings.error_documents {
+                m.insert(e.status, e.action.clone());
+            }
+        }
+        m
+    }
+
+    fn merged_error_docs(&self, dc: &DirConfig) -> BTreeMap<u16, crate::model::dir::ErrorAction> {
+        let mut m = self.server_error_docs();
+        for (k, v) in &dc.error_docs {
+            m.insert(*k, (*v).clone());
+        }
+        m
+    }
+
+    fn perdir_setenvif(&self, _dc: &DirConfig) -> Vec<&'m crate::model::env::EnvRule> {
+        Vec::new()
+    }
+
+    /// mod_alias in translate: server redirects first, then aliases; the vhost's before
+    /// the main server's.
+    fn alias_translate(&mut self) -> Option<Translated> {
+        let scopes: Vec<&Scope> = self.server_scopes().into_iter().rev().collect();
+        for s in &scopes {
+            for r in &s.settings.redirects {
+                if let Some((status, loc)) = self.try_redirect(r) {
+                    self.note(Some(r.at), format!("mod_alias redirect {status} to {loc}"));
+                    return Some(Translated::Redirect(status, loc));
+                }
+            }
+        }
+        for s in &scopes {
+            for a in &s.settings.aliases {
+                if let Some(f) = try_alias(a, &self.uri) {
+                    self.note(Some(a.at), format!("mod_alias maps {} to {f}", self.uri));
+                    return Some(Translated::File(f));
+                }
+            }
+        }
+        None
+    }
+
+    fn try_redirect(&self, r: &crate::model::alias::Redirect) -> Option<(u16, String)> {
+        let uri = &self.uri;
+        let target = if r.regex {
+            let re = pcre2::bytes::Regex::new(r.from.as_deref()?).ok()?;
+            let caps = re.captures(uri.as_bytes()).ok()??;
+            let mut out = String::new();
+            let to = r.to.clone().unwrap_or_default();
+            let b = to.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i] == b'$' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+                    let n = (b[i + 1] - b'0') as usize;
+                    if let Some(m) = caps.get(n) {
+                        out.push_str(&String::from_utf8_lossy(m.as_bytes()));
+                    }
+                    i += 2;
+                } else {
+                    out.push(b[i] as char);
+                    i += 1;
+                }
+            }
+            out
+        } else {
+            let from = r.from.as_deref().unwrap_or("/");
+            let n = alias_matches(uri, from)?;
+            match &r.to {
+                Some(to) => format!("{to}{}", escape_path(&uri[n..])),
+                None => String::new(),
+            }
+        };
+        if !(300..400).contains(&r.status) {
+            return Some((r.status, String::new()));
+        }
+        let mut loc =
+            if target.starts_with('/') { format!("{}{}", self.self_url_prefix(), target) } else { target };
+        if let Some(a) = &self.args
+            && !loc.contains('?')
+        {
+            loc = format!("{loc}?{a}");
+        }
+        Some((r.status, loc))
+    }
+}
+
+enum Translated {
+    Redirect(u16, String),
+    File(String),
+}
+
+/// mod_alias's `alias_matches()`: `from` is a prefix of `uri` ending at a segment
+/// boundary (runs of slashes count as one); returns the length of `uri` matched.
+fn alias_matches(uri: &str, from: &str) -> Option<usize> {
+    let u = uri.as_bytes();
+    let a = from.as_bytes();
+    let (mut i, mut j) = (0, 0);
+    while j < a.len() {
+        if a[j] == b'/' {
+            if i >= u.len() || u[i] != b'/' {
+                return None;
+            }
+            while j < a.len() && a[j] == b'/' {
+                j += 1;
+            }
+            while i < u.len() && u[i] == b'/' {
+                i += 1;
+            }
+        } else {
+            if i >= u.len() || u[i] != a[j] {
+                return None;
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    if a.last() != Some(&b'/') && i < u.len() && u[i] != b'/' {
+        return None;
+    }
+    Some(i)
+}
+
+fn try_alias(a: &crate::model::alias::Alias, uri: &str) -> Option<String> {
+    use crate::model::alias::AliasKind;
+    let from = a.from.as_deref()?;
+    match a.kind {
+        AliasKind::Alias | AliasKind::ScriptAlias => {
+            let n = alias_matches(uri, from)?;
+            Some(format!("{}{}", a.to, &uri[n..]))
+        }
+        AliasKind::AliasMatch | AliasKind::ScriptAliasMatch => {
+            let re = pcre2::bytes::Regex::new(from).ok()?;
+            let caps = re.captures(uri.as_bytes()).ok()??;
+            let mut out = String::new();
+            let b = a.to.as_bytes();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i] == b'$' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+                    if let Some(m) = caps.get((b[i + 1] - b'0') as usize) {
+                        out.push_str(&String::from_utf8_lossy(m.as_bytes()));
+                    }
+                    i += 2;
+                } else {
+                    out.push(b[i] as char);
+                    i += 1;
+                }
+            }
+            Some(out)
+        }
+    }
+}
+
+fn handler_name(h: &Handler) -> String {
+    match h {
+        Handler::FastCgi { written, .. } => written.clone(),
+        Handler::ModPhp { written } => written.clone(),
+        Handler::Fcgid => "fcgid-script".into(),
+        Handler::Default { written } => written.clone(),
+        Handler::Other { name } => name.clone(),
+    }
+}
+
+/// `ap_unescape_url()` then dot-segment removal and slash merging.
+pub fn decode_path(raw: &str) -> Result<String, u16> {
+    let b = raw.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = |c: u8| (c as char).to_digit(16);
+            match (b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+                (Some(h), Some(l)) => {
+                    let v = (h * 16 + l) as u8;
+                    if v == b'/' || v == 0 {
+                        return Err(404);
+                    }
+                    out.push(v);
+                    i += 3;
+                }
+                _ => return Err(400),
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    let s = String::from_utf8_lossy(&out).into_owned();
+    if !s.starts_with('/') {
+        return Err(400);
+    }
+    // ap_getparents() and MergeSlashes.
+    let trailing = s.ends_with('/') || s.ends_with("/.") || s.ends_with("/..");
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in s.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(400);
+                }
+            }
+            x => parts.push(x),
+        }
+    }
+    let mut p = format!("/{}", parts.join("/"));
+    if trailing && p != "/" {
+        p.push('/');
+    }
+    Ok(p)
+}
+
+/// Percent-encodes what a URL-path cannot carry raw (for redirect targets).
+fn escape_path(p: &str) -> String {
+    let mut out = String::new();
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A decoded path handed to a new round: what is not plain stays encoded so that the
+/// next decode gives it back.
+fn reencode(p: &str) -> String {
+    let mut out = String::new();
+    for ch in p.chars() {
+        if ch == '%' {
+            out.push_str("%25");
+        } else if ch == ' ' {
+            out.push_str("%20");
+        } else if ch == '?' {
+            out.push_str("%3F");
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// `escape_absolute_uri()`: the path part of a redirect target is escaped unless [NE].
+fn escape_location(url: &str, noescape: bool) -> String {
+    if noescape {
+        return url.to_string();
+    }
+    match url.find("://") {
+        Some(i) => {
+            let rest = &url[i + 3..];
+            let (host, path) = match rest.find('/') {
+                Some(j) => (&rest[..j], &rest[j..]),
+                None => (rest, ""),
+            };
+            format!("{}{host}{}", &url[..i + 3], escape_path(path))
+        }
+        None => escape_path(url),
+    }
+}
+
+fn with_query(loc: &str, args: &Option<String>, raw: bool) -> String {
+    match args {
+        Some(a) if !a.is_empty() => {
+            if raw {
+                format!("{loc}?{a}")
+            } else {
+                format!("{loc}?{}", escape_query(a))
+            }
+        }
+        _ => loc.to_string(),
+    }
+}
+
+fn escape_query(q: &str) -> String {
+    let mut out = String::new();
+    for b in q.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~!$&'()*+,;=:@?%".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// For a per-directory redirect to a URL of this server, RewriteBase replaces the
+/// directory prefix in its path.
+fn replace_base_in_url(url: &str, directory: &str, base: &str) -> String {
+    let Some(i) = url.find("://") else { return url.to_string() };
+    let rest = &url[i + 3..];
+    let Some(j) = rest.find('/') else { return url.to_string() };
+    let path = &rest[j..];
+    match path.strip_prefix(directory) {
+        Some(tail) => format!("{}{}{}/{tail}", &url[..i + 3], &rest[..j], base.trim_end_matches('/')),
+        None => url.to_string(),
+    }
+}
+
+/// mod_setenvif for one request.
+fn apply_setenvif(
+    rule: &crate::model::env::EnvRule,
+    req: &Request,
+    uri: &str,
+    env: &mut BTreeMap<String, String>,
+) {
+    let d = rule.directive.to_ascii_lowercase();
+    if d == "setenv" || d == "unsetenv" || d == "passenv" {
+        return;
+    }
+    let (Some(attr), Some(test)) = (&rule.attribute, &rule.test) else { return };
+    let value = match attr.to_ascii_lowercase().as_str() {
+        "request_uri" => uri.to_string(),
+        "request_method" => req.method.clone(),
+        "remote_addr" => req.remote.to_string(),
+        "server_addr" => "127.0.0.1".to_string(),
+        "request_protocol" => "HTTP/1.1".into(),
+        h => req.header(h).unwrap_or("").to_string(),
+    };
+    let ok = pcre2::bytes::RegexBuilder::new()
+        .caseless(rule.nocase)
+        .build(test)
+        .ok()
+        .and_then(|r| r.is_match(value.as_bytes()).ok())
+        .unwrap_or(false);
+    if !ok {
+        return;
+    }
+    for a in &rule.assignments {
+        if let Some(name) = a.strip_prefix('!') {
+            env.remove(name);
+        } else {
+            let (n, v) = a.split_once('=').unwrap_or((a.as_str(), "1"));
+            env.insert(n.to_string(), v.to_string());
+        }
+    }
+}
+
+impl Lookup for Engine<'_> {
+    fn var(&mut self, name: &str) -> String {
+        if let Some(h) = name.strip_prefix("HTTP:") {
+            return self.req.header(h).unwrap_or("").to_string();
+        }
+        if let Some(v) = name.strip_prefix("ENV:") {
+            return self.env.get(v).cloned().unwrap_or_default();
+        }
+        if name.starts_with("SSL:") {
+            return String::new();
+        }
+        match name {
+            "HTTP_HOST" => self.req.host.clone().unwrap_or_default(),
+            "HTTP_USER_AGENT" => self.req.header("User-Agent").unwrap_or("").into(),
+            "HTTP_REFERER" => self.req.header("Referer").unwrap_or("").into(),
+            "HTTP_COOKIE" => self.req.header("Cookie").unwrap_or("").into(),
+            "HTTP_FORWARDED" => self.req.header("Forwarded").unwrap_or("").into(),
+            "HTTP_PROXY_CONNECTION" => self.req.header("Proxy-Connection").unwrap_or("").into(),
+            "HTTP_ACCEPT" => self.req.header("Accept").unwrap_or("").into(),
+            "REQUEST_METHOD" => self.req.method.clone(),
+            "REQUEST_SCHEME" => {
+                if self.https {
+                    "https".into()
+                } else {
+                    "http".into()
+                }
+            }
+            "REQUEST_URI" => self.uri.clone(),
+            "REQUEST_FILENAME" | "SCRIPT_FILENAME" => self.filename.clone(),
+            "QUERY_STRING" => self.args.clone().unwrap_or_default(),
+            "THE_REQUEST" => format!("{} {} HTTP/1.1", self.req.method, self.req.target()),
+            "HTTPS" => {
+                if self.https {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            "SERVER_NAME" => self.server_name(),
+            "SERVER_PORT" => self.server_port().to_string(),
+            "SERVER_ADDR" => "127.0.0.1".into(),
+            "SERVER_PROTOCOL" => "HTTP/1.1".into(),
+            "SERVER_SOFTWARE" => "Apache".into(),
+            "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.docroot(),
+            "CONTEXT_PREFIX" => String::new(),
+            "REMOTE_ADDR" => self.req.remote.to_string(),
+            "REMOTE_HOST" => self.req.remote.to_string(),
+            "PATH_INFO" => self.path_info.clone().unwrap_or_default(),
+            "IS_SUBREQ" => "false".into(),
+            "API_VERSION" => "20120211:139".into(),
+            "REMOTE_USER" | "REMOTE_IDENT" | "AUTH_TYPE" => String::new(),
+            n if n.starts_with("TIME") => {
+                self.unknown.get_or_insert(format!("%{{{n}}} depends on the clock"));
+                String::new()
+            }
+            other => self.env.get(other).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn map(&mut self, map: &str, key: &str) -> Option<String> {
+        let decl = self
+            .server_scopes()
+            .into_iter()
+            .rev()
+            .flat_map(|s| s.settings.rewrite().maps.iter())
+            .find(|m| m.name == map)?
+            .clone();
+        match decl.kind.as_str() {
+            "int" => Some(match decl.source.as_str() {
+                "toupper" => key.to_uppercase(),
+                "tolower" => key.to_lowercase(),
+                "escape" => escape_path(key),
+                "unescape" => decode_path(&format!("/{key}"))
+                    .map(|p| p[1..].to_string())
+                    .unwrap_or_else(|_| key.to_string()),
+                _ => return None,
+            }),
+            "txt" | "rnd" => {
+                let text = String::from_utf8_lossy(&self.fs.read(&decl.source).ok()?).into_owned();
+                for line in text.lines() {
+                    let line = line.trim();
+                    if line.is_empty() || line.starts_with('#') {
+                        continue;
+                    }
+                    let mut parts = line.split_whitespace();
+                    if parts.next() == Some(key) {
+                        let v = parts.next()?.to_string();
+                        if decl.kind == "rnd" && v.contains('|') {
+                            self.unknown.get_or_insert(format!("RewriteMap {map} picks at random"));
+                        }
+                        return Some(v);
+                    }
+                }
+                None
+            }
+            _ => {
+                self.unknown.get_or_insert(format!("RewriteMap {map} ({}:) is not evaluated", decl.kind));
+                None
+            }
+        }
+    }
+}
+
+impl RewriteEnv for Engine<'_> {
+    fn test_file(&mut self, kind: CondKind, path: &str) -> bool {
+        let st = fs::stat(self.fs, path);
+        match kind {
+            CondKind::FileExists | CondKind::LookupFile => st.kind == fs::Kind::File,
+            CondKind::FileSize => st.kind == fs::Kind::File && st.size > 0,
+            CondKind::FileDir => st.kind == fs::Kind::Dir,
+            CondKind::FileLink => st.link,
+            CondKind::FileExecutable => st.kind != fs::Kind::Missing && st.executable,
+            CondKind::LookupUrl => {
+                fs::stat(self.fs, &format!("{}{}", self.docroot(), path)).kind != fs::Kind::Missing
+            }
+            _ => false,
+        }
+    }
+
+    fn is_self(&mut self, url: &str) -> Option<String> {
+        let (scheme, rest) = url.split_once("://")?;
+        let (hostport, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = crate::model::server::split_host_port(hostport);
+        let port: u16 = port
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(if scheme.eq_ignore_ascii_case("https") { 443 } else { 80 });
+        let same = host.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&self.server_name()))
+            && port == self.server_port();
+        same.then(|| path.to_string())
+    }
+
+    fn self_url(&mut self) -> String {
+        self.self_url_prefix()
+    }
+}
