@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod eval;
+pub mod expr;
 pub mod inspect;
 pub mod model;
 pub mod par;

@@ -42,6 +42,18 @@ system/<domain>/conf/httpd.conf), or a document root with .htaccess files.
 Exit status: 0 read cleanly; 1 read, but some .htaccess would make Apache answer 500;
 2 the server configuration has errors or could not be read.")]
     Inspect(InspectArgs),
+    /// Show what Apache does with one request: every rule and condition tried, and the outcome
+    #[command(after_help = "\
+Examples:
+  lighten explain /etc/apache2/apache2.conf http://example.com/2024/hello-world/
+  lighten explain --sysroot fixtures/wp-super-cache --server-name example.test \\
+      fixtures/wp-super-cache/var/www/html / -H 'Accept-Encoding: gzip'
+  lighten explain /var/www/vhosts http://shop.example/wp-login.php -X POST
+
+URL is what a browser sends (http://host/path?query); a bare /path uses the first virtual
+host's name. Nothing is started: the answer comes from lighten's model of Apache, which the
+test suite checks against real Apache.")]
+    Explain(ExplainArgs),
     /// List the Apache directives lighten knows and what the lighttpd target does with each
     #[command(after_help = "\
 Examples:
@@ -87,6 +99,28 @@ pub struct InspectArgs {
     /// servers with many accounts
     #[arg(long)]
     pub summary: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
+    pub config: PathBuf,
+    /// The URL as a browser sends it, or a path
+    pub url: String,
+    /// The request method
+    #[arg(short = 'X', long = "method", default_value = "GET")]
+    pub method: String,
+    /// A request header, `Name: value` (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// The client address
+    #[arg(long, default_value = "127.0.0.1")]
+    pub remote: std::net::IpAddr,
+    /// Print the evaluation as JSON
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub load: LoadArgs,
 }

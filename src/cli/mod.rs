@@ -3,6 +3,7 @@
 
 mod args;
 mod directives;
+mod explain;
 mod inspect;
 
 use args::{Cli, ColorChoice, Command};
@@ -20,6 +21,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a, color),
         Command::Directives(a) => directives::run(a),
+        Command::Explain(a) => explain::run(a),
     };
     match result {
         Ok(code) => code,

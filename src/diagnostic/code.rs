@@ -64,6 +64,7 @@ codes! {
     MissingPath = "missing-path", Note, "a DocumentRoot, Alias or Directory path does not exist";
     // Semantics of the directives lighten models.
     BadRegex = "bad-regex", Error, "a regular expression PCRE does not accept";
+    BadExpr = "bad-expr", Error, "an ap_expr expression Apache's parser refuses";
     RewriteBadFlag = "rewrite-bad-flag", Error, "a RewriteRule or RewriteCond flag Apache does not know";
     DanglingCondition = "dangling-condition", Warning, "RewriteCond lines with no RewriteRule after them";
     RewriteMapUnsupported = "rewrite-map-unsupported", Warning, "a RewriteMap type lighten cannot evaluate";

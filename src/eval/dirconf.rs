@@ -7,6 +7,7 @@ use super::outcome::Step;
 use crate::model::access::{AccessConfig, Authz};
 use crate::model::alias::Redirect;
 use crate::model::dir::ErrorAction;
+use crate::model::env::EnvRule;
 use crate::model::htaccess::{ancestors, directory_sections};
 use crate::model::mime::Handler;
 use crate::model::rewrite::RewriteRule;
@@ -65,10 +66,14 @@ pub struct DirConfig<'m> {
     pub add_handlers: Vec<(String, &'m Handler)>,
     pub force_type: Option<&'m str>,
     pub redirects: Vec<&'m Redirect>,
+    /// SetEnvIf rules of the sections and .htaccess files, in merge order.
+    pub env: Vec<&'m EnvRule>,
     /// A .htaccess Apache cannot read: the directory answers 500.
     pub broken: Option<&'m Htaccess>,
-    /// Something the evaluator does not decide (an `<If>`).
+    /// Something the evaluator does not decide (an `<If>` it cannot evaluate).
     pub unknown: Option<String>,
+    /// `<If>`/`<ElseIf>`/`<Else>` met while merging, with their directory; decided last.
+    ifs: Vec<(&'m Scope, String)>,
 }
 
 impl Default for DirConfig<'_> {
@@ -89,8 +94,10 @@ impl Default for DirConfig<'_> {
             add_handlers: Vec::new(),
             force_type: None,
             redirects: Vec::new(),
+            env: Vec::new(),
             broken: None,
             unknown: None,
+            ifs: Vec::new(),
         }
     }
 }
@@ -104,8 +111,15 @@ pub struct Target<'a> {
     pub method: &'a str,
 }
 
-/// Builds the configuration for `t` on the main server plus `vhost`.
-pub fn build<'m>(model: &'m Model, vhost: Option<usize>, t: &Target, trace: &mut Vec<Step>) -> DirConfig<'m> {
+/// Builds the configuration for `t` on the main server plus `vhost`.  `cond` decides an
+/// `<If>`/`<ElseIf>` expression (`Err` with the reason when it cannot).
+pub fn build<'m>(
+    model: &'m Model,
+    vhost: Option<usize>,
+    t: &Target,
+    trace: &mut Vec<Step>,
+    cond: &mut dyn FnMut(&str) -> Result<bool, String>,
+) -> DirConfig<'m> {
     let server = &model.server;
     let vscope = vhost.map(|i| &model.vhosts[i].scope);
     let mut dc = DirConfig::default();
@@ -211,7 +225,61 @@ pub fn build<'m>(model: &'m Model, vhost: Option<usize>, t: &Target, trace: &mut
             }
         }
     }
+    resolve_ifs(&mut dc, t, trace, cond);
     dc
+}
+
+/// `ap_if_walk()`: the `<If>` chains met while merging are decided last, in merge order,
+/// and the chosen branches merged on top of everything else.
+fn resolve_ifs<'m>(
+    dc: &mut DirConfig<'m>,
+    t: &Target,
+    trace: &mut Vec<Step>,
+    cond: &mut dyn FnMut(&str) -> Result<bool, String>,
+) {
+    // Whether the open chain already chose a branch.
+    let mut taken = true;
+    let mut i = 0;
+    while i < dc.ifs.len() {
+        let (c, dir) = dc.ifs[i].clone();
+        i += 1;
+        if c.kind == ScopeKind::If {
+            taken = false;
+        }
+        if taken {
+            continue;
+        }
+        let chosen = match (&c.kind, &c.matcher) {
+            (ScopeKind::Else, _) => true,
+            (_, Some(Matcher::Expr(e))) => match cond(e) {
+                Ok(v) => v,
+                Err(why) => {
+                    trace.push(Step {
+                        at: Some(c.at),
+                        depth: 0,
+                        text: format!("{} cannot be decided: {why}", describe_scope(c)),
+                    });
+                    if dc.unknown.is_none() {
+                        dc.unknown = Some(format!("{}: {why}", describe_scope(c)));
+                    }
+                    // The rest of the chain depends on it.
+                    taken = true;
+                    continue;
+                }
+            },
+            _ => false,
+        };
+        trace.push(Step {
+            at: Some(c.at),
+            depth: 0,
+            text: format!("{} {}", describe_scope(c), if chosen { "applies" } else { "is false" }),
+        });
+        if chosen {
+            taken = true;
+            apply(dc, c, &dir, t);
+        }
+    }
+    dc.ifs.clear();
 }
 
 fn parent(p: &str) -> String {
@@ -325,8 +393,9 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     if let Some(f) = &m.force_type {
         dc.force_type = Some(f.value.as_str());
     }
-    if !s.settings.redirects.is_empty() && s.kind != ScopeKind::Server && s.kind != ScopeKind::VirtualHost {
+    if !server_level {
         dc.redirects.extend(s.settings.redirects.iter());
+        dc.env.extend(s.settings.env.iter());
     }
     // <Limit>/<LimitExcept> inside: their access rules count for the methods they name.
     for c in s.children.iter().filter(|c| c.enabled) {
@@ -338,11 +407,8 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
         if applies {
             apply(dc, c, dir, t);
         }
-        if matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf | ScopeKind::Else) && dc.unknown.is_none() {
-            dc.unknown = Some(format!(
-                "{} is evaluated per request; lighten does not evaluate it yet",
-                describe_scope(c)
-            ));
+        if matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf | ScopeKind::Else) {
+            dc.ifs.push((c, dir.to_string()));
         }
     }
 }

@@ -20,34 +20,66 @@ pub trait Lookup {
     fn map(&mut self, map: &str, key: &str) -> Option<String>;
 }
 
-/// `[B]`-style escaping of a backreference (`ap_escape_uri` plus `&`, `+`, ...).
-pub fn escape_backref(s: &str, no_plus: bool, only: Option<&str>) -> String {
-    let mut out = String::new();
+/// How `[B]` and its companions escape a back-reference.
+#[derive(Clone, Debug, Default)]
+pub struct BackrefEscape {
+    /// `[B]` alone: every candidate; `[B=chars]`: only those characters.
+    pub all: bool,
+    pub only: Option<String>,
+    /// `[BCTLS]`: controls and the space.
+    pub ctls: bool,
+    /// `[BNE=chars]`: never these.
+    pub keep: Option<String>,
+    /// `[BNP]`: a space becomes `%20`, not `+`.
+    pub no_plus: bool,
+}
+
+/// mod_rewrite's `escape_backref()`: a candidate character other than a letter, digit
+/// or `_` becomes `%xx` (lower-case hex, as Apache's `c2x()`), a space `+`.
+pub fn escape_backref(s: &str, e: &BackrefEscape) -> String {
+    let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        let escape = match only {
-            Some(set) => set.as_bytes().contains(&b),
-            None => !(b.is_ascii_alphanumeric() || b"_-.~/".contains(&b)),
-        };
-        if b == b' ' && !no_plus && only.is_none() {
-            out.push('+');
-        } else if escape {
-            out.push_str(&format!("%{b:02X}"));
-        } else {
+        let candidate = (e.all && e.only.is_none())
+            || e.only.as_deref().is_some_and(|o| o.as_bytes().contains(&b))
+            || (e.ctls && (b <= b' ' || b == 0x7f));
+        let kept = e.keep.as_deref().is_some_and(|k| k.as_bytes().contains(&b));
+        if !candidate || kept || b.is_ascii_alphanumeric() || b == b'_' {
             out.push(b as char);
+        } else if b == b' ' && !e.no_plus {
+            out.push('+');
+        } else {
+            out.push_str(&format!("%{b:02x}"));
         }
     }
-    out
+    // Only ASCII was split; rebuild multi-byte characters.
+    if s.is_ascii() { out } else { String::from_utf8_lossy(&latin_bytes(&out)).into_owned() }
+}
+
+/// The bytes of a string built one byte per `char` (values under 256).
+fn latin_bytes(s: &str) -> Vec<u8> {
+    s.chars().map(|c| c as u32 as u8).collect()
 }
 
 pub struct Expander<'a> {
     pub rule: &'a Captures,
     pub cond: &'a Captures,
-    /// `[B]` and friends: how `$N` is escaped.
-    pub escape: Option<(bool, Option<String>)>,
+    /// `[B]` and friends: how `$N` and `%N` are escaped.
+    pub escape: Option<BackrefEscape>,
 }
 
 impl Expander<'_> {
     pub fn expand(&self, input: &str, look: &mut dyn Lookup) -> String {
+        self.expand_marking(input, look, &mut Vec::new())
+    }
+
+    /// Expands `input`, recording in `marks` the byte ranges of the result that came
+    /// from back-references and map lookups (mod_rewrite refuses a `?` there).
+    pub fn expand_marking(
+        &self,
+        input: &str,
+        look: &mut dyn Lookup,
+        marks: &mut Vec<std::ops::Range<usize>>,
+    ) -> String {
         let b = input.as_bytes();
         let mut out = String::with_capacity(input.len());
         let mut i = 0;
@@ -58,18 +90,15 @@ impl Expander<'_> {
                 i += 2;
                 continue;
             }
-            if c == b'$' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+            if (c == b'$' || c == b'%') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
                 let n = (b[i + 1] - b'0') as usize;
-                let v = self.rule.get(n);
+                let v = if c == b'$' { self.rule.get(n) } else { self.cond.get(n) };
+                let from = out.len();
                 match &self.escape {
-                    Some((no_plus, only)) => out.push_str(&escape_backref(v, *no_plus, only.as_deref())),
+                    Some(e) => out.push_str(&escape_backref(v, e)),
                     None => out.push_str(v),
                 }
-                i += 2;
-                continue;
-            }
-            if c == b'%' && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
-                out.push_str(self.cond.get((b[i + 1] - b'0') as usize));
+                marks.push(from..out.len());
                 i += 2;
                 continue;
             }
@@ -84,7 +113,9 @@ impl Expander<'_> {
                     let name = self.expand(inner, look);
                     out.push_str(&look.var(&name));
                 } else {
+                    let from = out.len();
                     out.push_str(&self.map_lookup(inner, look));
+                    marks.push(from..out.len());
                 }
                 i = end + 1;
                 continue;
@@ -111,6 +142,25 @@ impl Expander<'_> {
             None => default.map(|d| self.expand(d, look)).unwrap_or_default(),
         }
     }
+}
+
+/// The literal text a substitution starts with, up to its first expansion.
+pub fn literal_prefix(input: &str) -> &str {
+    let b = input.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            return &input[..i];
+        }
+        if (b[i] == b'$' || b[i] == b'%')
+            && i + 1 < b.len()
+            && (b[i + 1].is_ascii_digit() || b[i + 1] == b'{')
+        {
+            return &input[..i];
+        }
+        i += 1;
+    }
+    input
 }
 
 fn utf8_len(first: u8) -> usize {
@@ -168,7 +218,34 @@ mod tests {
         let mut l = MapLookup([("SERVER_NAME".to_string(), "example.test".to_string())].into());
         assert_eq!(e.expand("/c/%{SERVER_NAME}/$1/%1-\\$2", &mut l), "/c/example.test/a/42-$2");
         assert_eq!(e.expand("${nomap:$1|fallback}", &mut l), "fallback");
-        let b = Expander { rule: &rule, cond: &cond, escape: Some((false, None)) };
+        let b = Expander {
+            rule: &rule,
+            cond: &cond,
+            escape: Some(BackrefEscape { all: true, ..Default::default() }),
+        };
         assert_eq!(b.expand("q=$2", &mut l), "q=b+c");
+        assert_eq!(b.expand("q=$0", &mut l), "q=a%2fb");
+    }
+
+    /// The escaping flags combine as in Apache's own tests (httpd-tests rewrite.t).
+    #[test]
+    fn backref_escaping_matches_apache() {
+        let v = "foo/bar/ baz/\r";
+        let esc = |all: bool, only: Option<&str>, ctls: bool, keep: Option<&str>| {
+            let e = BackrefEscape {
+                all,
+                only: only.map(str::to_string),
+                ctls,
+                keep: keep.map(str::to_string),
+                no_plus: false,
+            };
+            escape_backref(v, &e)
+        };
+        assert_eq!(esc(true, None, false, None), "foo%2fbar%2f+baz%2f%0d");
+        assert_eq!(esc(true, Some("/"), false, None), "foo%2fbar%2f baz%2f\r");
+        assert_eq!(esc(false, None, true, None), "foo/bar/+baz/%0d");
+        assert_eq!(esc(false, None, true, Some(" ?")), "foo/bar/ baz/%0d");
+        assert_eq!(esc(true, Some("/"), true, None), "foo%2fbar%2f+baz%2f%0d");
+        assert_eq!(esc(true, None, false, Some("/")), "foo/bar/+baz/%0d");
     }
 }

@@ -5,26 +5,32 @@
 //!
 //! 1. the URL-path is decoded and normalised (`%2F` is a 404, dot segments go);
 //! 2. translate: server-context rewrite rules, then mod_alias, then the DocumentRoot;
-//! 3. the directory walk splits off PATH_INFO and gathers the per-directory
+//! 3. TRACE is answered here by the core (TraceEnable), before anything per-directory;
+//! 4. the directory walk splits off PATH_INFO and gathers the per-directory
 //!    configuration (`<Directory>` and .htaccess per level, regexes, `<Files>`,
 //!    `<Location>`);
-//! 4. access control;
-//! 5. fixups: per-directory rewrite rules (an internal redirect starts a new round, with
-//!    `REDIRECT_*` variables), per-directory redirects, mod_dir (the trailing-slash
-//!    redirect, DirectoryIndex, FallbackResource);
-//! 6. the handler: a file, PHP, a listing, or an error with its ErrorDocument.
+//! 5. access control;
+//! 6. fixups, in Apache's hook order: per-directory rewrite rules, mod_alias's
+//!    per-directory redirects, mod_dir's trailing-slash redirect; only then does an
+//!    internal redirect the rules asked for start a new round (with `REDIRECT_*`
+//!    variables); else DirectoryIndex or FallbackResource;
+//! 7. the handler: a file, PHP, a listing, or an error.  A local ErrorDocument is one
+//!    more round for the document's URL, answered under the error's status.
 //!
 //! It reads files only through the sysroot and never starts a server; the differential
 //! tests hold it against real Apache.
 
 mod access;
+mod cond;
 mod dirconf;
 mod expand;
 pub mod fs;
 mod outcome;
+pub mod render;
 pub mod request;
 mod rewrite;
 
+pub use expand::literal_prefix;
 pub use outcome::{Evaluation, Outcome, Served, Step};
 pub use request::Request;
 
@@ -51,6 +57,8 @@ struct Engine<'m> {
     model: &'m Model,
     fs: &'m Sysroot,
     req: &'m Request,
+    /// The method the current round sees: an ErrorDocument round turns POST into GET.
+    method: String,
     vhost: Option<usize>,
     port: u16,
     https: bool,
@@ -94,6 +102,7 @@ impl<'m> Engine<'m> {
             model,
             fs,
             req,
+            method: req.method.clone(),
             vhost: None,
             port,
             https: req.scheme == "https",
@@ -120,16 +129,18 @@ impl<'m> Engine<'m> {
             Ok(u) => (u, self.req.query.clone()),
             Err(status) => {
                 self.note(None, format!("the URL-path cannot be decoded: {status}"));
-                return self.finish(status, Served::Error { document: None }, None);
+                return self.finish(status, Served::Error, None);
             }
         };
         self.env = self.initial_env();
         let (mut uri, mut args) = (uri, args);
+        // Set while serving a local ErrorDocument: the error's status and the document.
+        let mut error_round: Option<u16> = None;
         loop {
             self.rounds += 1;
             if self.rounds > MAX_REDIRECTS + 1 {
                 self.note(None, "more than 10 internal redirects: 500");
-                return self.finish(500, Served::Error { document: None }, None);
+                return self.finish(500, Served::Error, None);
             }
             self.note(
                 None,
@@ -145,8 +156,56 @@ impl<'m> Engine<'m> {
                     if let Some(u) = self.unknown.take() {
                         o.served = Served::Unknown { reason: u };
                     }
-                    if o.served == (Served::Error { document: None }) && o.status >= 400 {
-                        return self.error_document(o);
+                    if let Some(status) = error_round {
+                        // The document's own answer, under the error's status; an error
+                        // while serving it leaves Apache's page ("Additionally, ...").
+                        if o.status >= 400 {
+                            self.note(None, format!("the ErrorDocument itself failed with {}", o.status));
+                            o.served = Served::Error;
+                            o.status = status;
+                        } else if o.status == 200 {
+                            o.status = status;
+                        }
+                        o.env = self.env.clone();
+                        return o;
+                    }
+                    if o.served == (Served::Error) && o.status >= 400 {
+                        match self.error_document(o) {
+                            Ok(o) => return o,
+                            Err((status, doc)) => {
+                                self.note(
+                                    None,
+                                    format!("ErrorDocument {status}: internal redirect to {doc}"),
+                                );
+                                let mut env: BTreeMap<String, String> = self
+                                    .env
+                                    .iter()
+                                    .map(|(k, v)| (format!("REDIRECT_{k}"), v.clone()))
+                                    .collect();
+                                env.insert("REDIRECT_URL".into(), uri.clone());
+                                env.insert("REDIRECT_STATUS".into(), status.to_string());
+                                if let Some(q) = &args {
+                                    env.insert("REDIRECT_QUERY_STRING".into(), q.clone());
+                                }
+                                self.env = env;
+                                if self.method != "GET" && self.method != "HEAD" {
+                                    self.method = "GET".into();
+                                }
+                                let (u, a) = match doc.split_once('?') {
+                                    Some((u, a)) => (u.to_string(), Some(a.to_string())),
+                                    None => (doc, None),
+                                };
+                                match decode_path(&u) {
+                                    Ok(d) => uri = d,
+                                    Err(_) => {
+                                        return self.finish(status, Served::Error, None);
+                                    }
+                                }
+                                args = a;
+                                error_round = Some(status);
+                                continue;
+                            }
+                        }
                     }
                     o.env = self.env.clone();
                     return o;
@@ -170,7 +229,7 @@ impl<'m> Engine<'m> {
                     );
                     match decode_path(&u) {
                         Ok(d) => uri = d,
-                        Err(status) => return self.finish(status, Served::Error { document: None }, None),
+                        Err(status) => return self.finish(status, Served::Error, None),
                     }
                     args = a;
                 }
@@ -182,26 +241,23 @@ impl<'m> Engine<'m> {
         Outcome { status, location, served, content_type: None, env: self.env.clone() }
     }
 
-    /// ErrorDocument for an error status: a local page (status kept), a remote URL
-    /// (302), or text.
-    fn error_document(&mut self, o: Outcome) -> Outcome {
+    /// ErrorDocument for an error status: a remote URL (302), text, or a local page,
+    /// which is `Err((status, path))`: the caller serves it in another round.
+    fn error_document(&mut self, o: Outcome) -> Result<Outcome, (u16, String)> {
         let doc = self.error_doc_for(o.status);
         match doc {
             Some(crate::model::dir::ErrorAction::Remote(url)) => {
                 self.note(None, format!("ErrorDocument {}: redirect to {url}", o.status));
-                Outcome {
+                Ok(Outcome {
                     status: 302,
                     location: Some(url),
                     served: Served::Redirect,
                     content_type: None,
                     env: self.env.clone(),
-                }
+                })
             }
-            Some(crate::model::dir::ErrorAction::Local(path)) => {
-                self.note(None, format!("ErrorDocument {}: serves {path}", o.status));
-                Outcome { served: Served::Error { document: Some(path) }, env: self.env.clone(), ..o }
-            }
-            _ => Outcome { env: self.env.clone(), ..o },
+            Some(crate::model::dir::ErrorAction::Local(path)) => Err((o.status, path)),
+            _ => Ok(Outcome { env: self.env.clone(), ..o }),
         }
     }
 
@@ -320,6 +376,30 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// mod_rewrite refuses a rewritten query with a space or control character
+    /// (AH10410/AH10411), except in a redirect it escapes itself.
+    fn unsafe_query(&mut self, target: &str, args: &Option<String>, action: Action) -> Option<RoundEnd> {
+        let bad = args.as_deref().is_some_and(|a| a.bytes().any(|b| b <= b' ' || b == 0x7f));
+        let escaped_redirect = !target.starts_with("proxy:")
+            && rewrite::is_absolute_uri(target)
+            && action != Action::ChangedNoEscape;
+        if bad && !escaped_redirect {
+            self.note(None, "the rewritten query string contains control characters or spaces: 403");
+            return Some(done(403, Served::Error));
+        }
+        None
+    }
+
+    /// `TraceEnable` for the selected host: the vhost's, else the main server's, else on.
+    fn trace_enable(&self) -> (&'m str, Option<crate::source::Span>) {
+        let main = self.model.server.settings.host().trace_enable.as_ref();
+        let v = self.vhost.and_then(|i| self.model.vhosts[i].scope.settings.host().trace_enable.as_ref());
+        match v.or(main) {
+            Some(t) => (t.value.as_str(), Some(t.span)),
+            None => ("on", None),
+        }
+    }
+
     fn docroot(&self) -> String {
         match self.vhost {
             Some(i) => self.model.vhosts[i].document_root.clone(),
@@ -341,6 +421,7 @@ impl<'m> Engine<'m> {
         self.last_dc = Some(self.server_error_docs());
 
         // --- translate: server-context rewrite, mod_alias, DocumentRoot
+        let oargs = self.args.clone();
         let mut filename: Option<String> = None;
         let rules = self.server_rules();
         if !rules.is_empty() {
@@ -348,29 +429,33 @@ impl<'m> Engine<'m> {
                 filename: uri.to_string(),
                 path_info: None,
                 args: self.args.clone(),
-                env: std::mem::take(&mut self.env),
                 forced_type: None,
                 forced_handler: None,
                 status: 200,
+                literal_prefix: String::new(),
+                unsafe_prefix_stat: false,
             };
             let mut trace = std::mem::take(&mut self.trace);
             let (action, flags) = rewrite::apply_list(&rules, None, &mut st, self, &mut trace);
             self.trace = trace;
-            self.env = std::mem::take(&mut st.env);
             match action {
-                Action::Status => return done(st.status, Served::Error { document: None }),
+                Action::Status => return done(st.status, Served::Error),
                 Action::None => {}
                 Action::Changed | Action::ChangedNoEscape => {
                     self.args = st.args.clone();
                     let f = st.filename.clone();
+                    if let Some(end) = self.unsafe_query(&f, &st.args, action) {
+                        return end;
+                    }
                     if let Some(url) = f.strip_prefix("proxy:") {
                         return done(200, Served::Proxy { url: url.to_string() });
                     }
                     if rewrite::is_absolute_uri(&f) {
+                        // An unchanged query is copied, a new one escaped unless [NE].
                         let loc = with_query(
                             &escape_location(&f, action == Action::ChangedNoEscape),
                             &self.args,
-                            action == Action::ChangedNoEscape,
+                            action == Action::ChangedNoEscape || (oargs.is_some() && self.args == oargs),
                         );
                         return redirect(
                             flags.redirect.filter(|c| (300..400).contains(c)).unwrap_or(302),
@@ -381,14 +466,22 @@ impl<'m> Engine<'m> {
                         self.uri = f;
                     } else {
                         if !f.starts_with('/') {
-                            return done(400, Served::Error { document: None });
+                            return done(400, Served::Error);
                         }
-                        // A result whose first segment exists on disk is a path; otherwise
-                        // it is a URL-path under the DocumentRoot.
+                        // prefix_stat(): a result whose first segment exists on disk is a
+                        // path, else a URL-path under the DocumentRoot.  Since 2.4.60 the
+                        // segment must come from the substitution's literal text (or the
+                        // rule says [UnsafePrefixStat]); a result under the DocumentRoot
+                        // is reduced to a URL-path and lands on the same file.
+                        let root = self.docroot();
                         let first = f.split('/').nth(1).unwrap_or("");
-                        let is_fs = !first.is_empty()
-                            && fs::stat(self.fs, &format!("/{first}")).kind != fs::Kind::Missing;
-                        let path = if is_fs { f.clone() } else { format!("{}{}", self.docroot(), f) };
+                        let statpath = format!("/{first}");
+                        let under_root = f.strip_prefix(&root).is_some_and(|r| r.starts_with('/'));
+                        let is_fs = under_root
+                            || (!first.is_empty()
+                                && fs::stat(self.fs, &statpath).kind != fs::Kind::Missing
+                                && (st.unsafe_prefix_stat || st.literal_prefix.starts_with(&statpath)));
+                        let path = if is_fs { f.clone() } else { format!("{root}{f}") };
                         self.note(None, format!("server-context result {f} maps to {path}"));
                         filename = Some(path);
                         if let Some(t) = st.forced_type.clone() {
@@ -404,7 +497,7 @@ impl<'m> Engine<'m> {
                     return if (300..400).contains(&status) {
                         redirect(status, loc)
                     } else {
-                        done(status, Served::Error { document: None })
+                        done(status, Served::Error)
                     };
                 }
                 Some(Translated::File(f)) => filename = Some(f),
@@ -413,23 +506,32 @@ impl<'m> Engine<'m> {
         }
         let filename = filename.unwrap_or_else(|| format!("{}{}", self.docroot(), self.uri));
 
+        // --- TRACE: http_core answers it in map_to_storage, before the directory walk,
+        // so neither .htaccess nor access control sees it.
+        if self.method == "TRACE" {
+            return match self.trace_enable() {
+                ("off", at) => {
+                    self.note(at, "TraceEnable off: 405");
+                    done(405, Served::Error)
+                }
+                (_, at) => {
+                    self.note(at, "TraceEnable on: the core echoes the request");
+                    done(200, Served::Trace)
+                }
+            };
+        }
+
         // --- map to storage: directory walk and per-directory configuration
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();
-        let target = dirconf::Target {
-            filename: &fname,
-            is_dir: kind == fs::Kind::Dir,
-            uri: &self.uri,
-            method: &self.req.method,
-        };
         let mut trace = std::mem::take(&mut self.trace);
-        let dc = dirconf::build(self.model, self.vhost, &target, &mut trace);
+        let dc = self.dir_config(&fname, kind == fs::Kind::Dir, &self.uri.clone(), &mut trace);
         self.trace = trace;
         self.last_dc = Some(self.merged_error_docs(&dc));
         if let Some(h) = dc.broken {
             self.note(h.scope.as_ref().map(|s| s.at), format!("{} makes Apache answer 500", h.path));
-            return done(500, Served::Error { document: None });
+            return done(500, Served::Error);
         }
         if let Some(u) = &dc.unknown {
             self.unknown = Some(u.clone());
@@ -441,49 +543,54 @@ impl<'m> Engine<'m> {
         // --- access
         let client = access::Client {
             ip: self.req.remote,
-            method: &self.req.method,
+            method: &self.method,
             env: &self.env,
             has_credentials: self.req.header("Authorization").is_some(),
         };
         let (denied, why) = access::check(&dc, &client);
         self.note(None, format!("access: {why}"));
         if let Some(status) = denied {
-            return done(status, Served::Error { document: None });
+            return done(status, Served::Error);
         }
 
-        // --- fixups: per-directory rewrite
+        // --- fixups: per-directory rewrite.  An internal redirect it asks for happens
+        // after the other fixups, which still see the original request: mod_alias's
+        // per-directory redirects and mod_dir's trailing-slash redirect win over it.
+        let mut pending: Option<(String, Option<String>)> = None;
         if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty()) {
             if dc.options & (dirconf::opt::SYM_LINKS | dirconf::opt::SYM_OWNER) == 0 {
                 self.note(
                     None,
                     "per-directory rewrite needs Options FollowSymLinks or SymLinksIfOwnerMatch: 403",
                 );
-                return done(403, Served::Error { document: None });
+                return done(403, Served::Error);
             }
             let mut st = State {
                 filename: fname.clone(),
                 path_info: path_info.clone(),
                 args: self.args.clone(),
-                env: std::mem::take(&mut self.env),
                 forced_type: None,
                 forced_handler: None,
                 status: 200,
+                literal_prefix: String::new(),
+                unsafe_prefix_stat: false,
             };
             let ofilename = st.filename.clone();
-            let oargs = st.args.clone();
             let mut trace = std::mem::take(&mut self.trace);
             let (action, flags) =
                 rewrite::apply_list(&rw.rules, Some(&rw.directory), &mut st, self, &mut trace);
             self.trace = trace;
-            self.env = std::mem::take(&mut st.env);
             if let Some(t) = st.forced_type.clone() {
                 self.forced_type = Some(t);
             }
             match action {
-                Action::Status => return done(st.status, Served::Error { document: None }),
+                Action::Status => return done(st.status, Served::Error),
                 Action::None => {}
                 Action::Changed | Action::ChangedNoEscape => {
                     let mut f = st.filename.clone();
+                    if let Some(end) = self.unsafe_query(&f, &st.args, action) {
+                        return end;
+                    }
                     if let Some(url) = f.strip_prefix("proxy:") {
                         return done(200, Served::Proxy { url: url.to_string() });
                     }
@@ -494,7 +601,8 @@ impl<'m> Engine<'m> {
                         let loc = with_query(
                             &escape_location(&f, action == Action::ChangedNoEscape),
                             &st.args,
-                            action == Action::ChangedNoEscape,
+                            action == Action::ChangedNoEscape
+                                || (self.args.is_some() && st.args == self.args),
                         );
                         return redirect(
                             flags.redirect.filter(|c| (300..400).contains(c)).unwrap_or(302),
@@ -502,10 +610,12 @@ impl<'m> Engine<'m> {
                         );
                     }
                     if !f.starts_with('/') {
-                        return done(400, Served::Error { document: None });
+                        return done(400, Served::Error);
                     }
-                    if f == ofilename && st.args == oargs {
-                        self.note(None, "the rewritten URL equals the initial one: rewrite ignored");
+                    if f == ofilename {
+                        // Apache skips the internal redirect, but a changed query stays.
+                        self.args = st.args.clone();
+                        self.note(None, "the rewritten URL equals the initial one: no internal redirect");
                     } else {
                         // Back from a filesystem path to a URL: RewriteBase replaces the
                         // directory prefix, else the DocumentRoot is stripped.
@@ -540,7 +650,7 @@ impl<'m> Engine<'m> {
                             Some((u, a)) => (u.to_string(), Some(a.to_string())),
                             None => (target, None),
                         };
-                        return RoundEnd::Internal { uri: reencode(&u), args: a };
+                        pending = Some((reencode(&u), a));
                     }
                 }
             }
@@ -552,22 +662,26 @@ impl<'m> Engine<'m> {
                 return if (300..400).contains(&status) {
                     redirect(status, loc)
                 } else {
-                    done(status, Served::Error { document: None })
+                    done(status, Served::Error)
                 };
             }
         }
 
-        // --- mod_dir
+        // --- mod_dir: the trailing-slash redirect comes before it steps aside for a
+        // pending rewrite (mod_dir.c fixup_dir).
+        if kind == fs::Kind::Dir && path_info.is_none() && !self.uri.ends_with('/') && dc.directory_slash {
+            let loc = with_query(
+                &format!("{}{}/", self.self_url_prefix(), escape_path(&self.uri)),
+                &self.args,
+                true,
+            );
+            self.note(None, "mod_dir: directory without trailing slash");
+            return redirect(301, loc);
+        }
+        if let Some((uri, args)) = pending {
+            return RoundEnd::Internal { uri, args };
+        }
         if kind == fs::Kind::Dir {
-            if !self.uri.ends_with('/') && dc.directory_slash {
-                let loc = with_query(
-                    &format!("{}{}/", self.self_url_prefix(), escape_path(&self.uri)),
-                    &self.args,
-                    true,
-                );
-                self.note(None, "mod_dir: directory without trailing slash");
-                return redirect(301, loc);
-            }
             let names: Vec<String> =
                 dc.index.map(|i| i.to_vec()).unwrap_or_else(|| vec!["index.html".into()]);
             if !names.iter().any(|n| n.eq_ignore_ascii_case("disabled")) {
@@ -578,17 +692,11 @@ impl<'m> Engine<'m> {
                         (format!("{}{}", self.uri, name), format!("{}/{}", fname.trim_end_matches('/'), name))
                     };
                     if fs::stat(self.fs, &cand_file).kind == fs::Kind::File {
-                        let t = dirconf::Target {
-                            filename: &cand_file,
-                            is_dir: false,
-                            uri: &cand_uri,
-                            method: &self.req.method,
-                        };
                         let mut scratch = Vec::new();
-                        let idc = dirconf::build(self.model, self.vhost, &t, &mut scratch);
+                        let idc = self.dir_config(&cand_file, false, &cand_uri, &mut scratch);
                         let c = access::Client {
                             ip: self.req.remote,
-                            method: &self.req.method,
+                            method: &self.method,
                             env: &self.env,
                             has_credentials: false,
                         };
@@ -620,16 +728,25 @@ impl<'m> Engine<'m> {
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();
-        let t = dirconf::Target {
-            filename: &fname,
-            is_dir: kind == fs::Kind::Dir,
-            uri: url,
-            method: &self.req.method,
-        };
         let mut trace = std::mem::take(&mut self.trace);
-        let dc = dirconf::build(self.model, self.vhost, &t, &mut trace);
+        let dc = self.dir_config(&fname, kind == fs::Kind::Dir, url, &mut trace);
         self.trace = trace;
         self.handle(&dc, &fname, path_info, kind)
+    }
+
+    /// The per-directory configuration for a walked path; `<If>` conditions are decided
+    /// against the request in progress.
+    fn dir_config(
+        &mut self,
+        filename: &str,
+        is_dir: bool,
+        uri: &str,
+        trace: &mut Vec<Step>,
+    ) -> DirConfig<'m> {
+        let method = self.method.clone();
+        let t = dirconf::Target { filename, is_dir, uri, method: &method };
+        let (model, vhost) = (self.model, self.vhost);
+        dirconf::build(model, vhost, &t, trace, &mut |e| self.decide_expr(e))
     }
 
     /// The handler's answer for a mapped file.
@@ -638,7 +755,7 @@ impl<'m> Engine<'m> {
         if let Some(h) = handler.filter(|h| h.is_backend()) {
             if kind != fs::Kind::File {
                 self.note(None, format!("PHP handler for {fname}, which does not exist: PHP answers 404"));
-                return done(404, Served::Error { document: None });
+                return done(404, Served::Error);
             }
             let script_name = match &path_info {
                 Some(pi) if self.uri.ends_with(pi.as_str()) => {
@@ -665,7 +782,7 @@ impl<'m> Engine<'m> {
             fs::Kind::File => {
                 if path_info.is_some() {
                     self.note(None, "a static file with PATH_INFO: 404 (AcceptPathInfo Default)");
-                    return done(404, Served::Error { document: None });
+                    return done(404, Served::Error);
                 }
                 self.note(None, format!("serves the file {fname}"));
                 let mut o = done(200, Served::File { path: fname.to_string() });
@@ -680,17 +797,17 @@ impl<'m> Engine<'m> {
                 let autoindex = self.model.modules.iter().any(|m| m.id == "autoindex_module");
                 if !autoindex {
                     self.note(None, "a directory without index and no mod_autoindex: 404");
-                    done(404, Served::Error { document: None })
+                    done(404, Served::Error)
                 } else if dc.options & dirconf::opt::INDEXES != 0 {
                     done(200, Served::Listing { dir: fname.to_string() })
                 } else {
                     self.note(None, "a directory without index, Options without Indexes: 403");
-                    done(403, Served::Error { document: None })
+                    done(403, Served::Error)
                 }
             }
             _ => {
                 self.note(None, format!("{fname} does not exist: 404"));
-                done(404, Served::Error { document: None })
+                done(404, Served::Error)
             }
         }
     }
@@ -724,16 +841,24 @@ impl<'m> Engine<'m> {
                 }
             }
             Some(i) => {
+                // config_server_merge(): the engine state and the options come from the
+                // main server unless the vhost sets them.
                 let v = self.model.vhosts[i].scope.settings.rewrite();
-                if !v.is_on() {
+                if !v.engine.as_ref().or(main.engine.as_ref()).is_some_and(|e| e.value) {
                     return Vec::new();
                 }
-                let opts: Vec<String> = v.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
+                let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
+                    c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
+                };
+                let (own, base) = (lower(v), lower(main));
+                let opts = if own.is_empty() { base.clone() } else { own };
+                let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
+                let ignore = has(&opts, "ignoreinherit");
                 let mut rules: Vec<&RewriteRule> = Vec::new();
-                if opts.iter().any(|o| o == "inheritbefore") {
+                if has(&opts, "inheritbefore") || (has(&base, "inheritdownbefore") && !ignore) {
                     rules.extend(main.rules.iter());
                     rules.extend(v.rules.iter());
-                } else if opts.iter().any(|o| o == "inherit") {
+                } else if has(&opts, "inherit") || (has(&base, "inheritdown") && !ignore) {
                     rules.extend(v.rules.iter());
                     rules.extend(main.rules.iter());
                 } else {
@@ -762,8 +887,10 @@ impl<'m> Engine<'m> {
         m
     }
 
-    fn perdir_setenvif(&self, _dc: &DirConfig) -> Vec<&'m crate::model::env::EnvRule> {
-        Vec::new()
+    /// SetEnvIf in `<Directory>`, `<Location>` and .htaccess run in the header parser,
+    /// after the directory walk (the server's ran when the request was read).
+    fn perdir_setenvif(&self, dc: &DirConfig<'m>) -> Vec<&'m crate::model::env::EnvRule> {
+        dc.env.clone()
     }
 
     /// mod_alias in translate: server redirects first, then aliases; the vhost's before
@@ -958,17 +1085,9 @@ pub fn decode_path(raw: &str) -> Result<String, u16> {
     Ok(p)
 }
 
-/// Percent-encodes what a URL-path cannot carry raw (for redirect targets).
+/// `ap_escape_uri()` (shared with ap_expr's `escape()`).
 fn escape_path(p: &str) -> String {
-    let mut out = String::new();
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::expr::escape_uri(p)
 }
 
 /// A decoded path handed to a new round: what is not plain stays encoded so that the
@@ -981,7 +1100,7 @@ fn reencode(p: &str) -> String {
         } else if ch == ' ' {
             out.push_str("%20");
         } else if ch == '?' {
-            out.push_str("%3F");
+            out.push_str("%3f");
         } else {
             out.push(ch);
         }
@@ -1020,16 +1139,10 @@ fn with_query(loc: &str, args: &Option<String>, raw: bool) -> String {
     }
 }
 
+/// A redirect's query is escaped like its path (so an encoded `%` doubles, which is
+/// why rules say [NE]).
 fn escape_query(q: &str) -> String {
-    let mut out = String::new();
-    for b in q.bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~!$&'()*+,;=:@?%".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    escape_path(q)
 }
 
 /// For a per-directory redirect to a URL of this server, RewriteBase replaces the
@@ -1065,21 +1178,29 @@ fn apply_setenvif(
         "request_protocol" => "HTTP/1.1".into(),
         h => req.header(h).unwrap_or("").to_string(),
     };
-    let ok = pcre2::bytes::RegexBuilder::new()
-        .caseless(rule.nocase)
-        .build(test)
-        .ok()
-        .and_then(|r| r.is_match(value.as_bytes()).ok())
-        .unwrap_or(false);
-    if !ok {
-        return;
-    }
+    let Some(re) = pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).build(test).ok() else { return };
+    let Some(caps) = re.captures(value.as_bytes()).ok().flatten() else { return };
+    let group = |n: usize| {
+        caps.get(n).map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned()).unwrap_or_default()
+    };
     for a in &rule.assignments {
         if let Some(name) = a.strip_prefix('!') {
             env.remove(name);
         } else {
+            // `$0`..`$9` in the value are the match's groups.
             let (n, v) = a.split_once('=').unwrap_or((a.as_str(), "1"));
-            env.insert(n.to_string(), v.to_string());
+            let mut out = String::new();
+            let mut chars = v.chars().peekable();
+            while let Some(c) = chars.next() {
+                match (c, chars.peek().and_then(|d| d.to_digit(10))) {
+                    ('$', Some(d)) => {
+                        chars.next();
+                        out.push_str(&group(d as usize));
+                    }
+                    _ => out.push(c),
+                }
+            }
+            env.insert(n.to_string(), out);
         }
     }
 }
@@ -1103,7 +1224,7 @@ impl Lookup for Engine<'_> {
             "HTTP_FORWARDED" => self.req.header("Forwarded").unwrap_or("").into(),
             "HTTP_PROXY_CONNECTION" => self.req.header("Proxy-Connection").unwrap_or("").into(),
             "HTTP_ACCEPT" => self.req.header("Accept").unwrap_or("").into(),
-            "REQUEST_METHOD" => self.req.method.clone(),
+            "REQUEST_METHOD" => self.method.clone(),
             "REQUEST_SCHEME" => {
                 if self.https {
                     "https".into()
@@ -1188,6 +1309,16 @@ impl Lookup for Engine<'_> {
 }
 
 impl RewriteEnv for Engine<'_> {
+    fn expr_cond(&mut self, text: &str) -> bool {
+        match self.decide_expr(text) {
+            Ok(v) => v,
+            Err(why) => {
+                self.unknown.get_or_insert(format!("RewriteCond expr \"{text}\": {why}"));
+                false
+            }
+        }
+    }
+
     fn test_file(&mut self, kind: CondKind, path: &str) -> bool {
         let st = fs::stat(self.fs, path);
         match kind {
@@ -1220,5 +1351,16 @@ impl RewriteEnv for Engine<'_> {
 
     fn self_url(&mut self) -> String {
         self.self_url_prefix()
+    }
+
+    fn set_env(&mut self, name: &str, value: Option<&str>) {
+        match value {
+            Some(v) => {
+                self.env.insert(name.to_string(), v.to_string());
+            }
+            None => {
+                self.env.remove(name);
+            }
+        }
     }
 }

@@ -21,8 +21,11 @@ pub enum Served {
     Listing { dir: String },
     /// A redirect (status and Location in the outcome).
     Redirect,
-    /// An error status; `document` is the local ErrorDocument served, if any.
-    Error { document: Option<String> },
+    /// Apache's own error page (or a text ErrorDocument).  A local ErrorDocument is
+    /// served as what it is (a file, PHP) under the error's status.
+    Error,
+    /// The core's echo of a TRACE request (`message/http`).
+    Trace,
     /// Handed to mod_proxy (a `[P]` rule).
     Proxy { url: String },
     /// The evaluator cannot say (an `<If>` it does not evaluate, a `prg:` map, ...).

@@ -6,10 +6,9 @@
 //! per-directory (the subject is the mapped filename plus PATH_INFO with the directory
 //! prefix stripped, and a relative result gets the prefix back).
 
-use super::expand::{Captures, Expander, Lookup};
+use super::expand::{BackrefEscape, Captures, Expander, Lookup};
 use super::outcome::Step;
 use crate::model::rewrite::{CondKind, RewriteCond, RewriteRule, RuleFlagKind};
-use std::collections::BTreeMap;
 
 /// The state a rule list reads and changes.
 pub struct State {
@@ -17,13 +16,15 @@ pub struct State {
     pub filename: String,
     pub path_info: Option<String>,
     pub args: Option<String>,
-    /// Environment set by `[E=...]`, visible to later rules as `%{ENV:...}`.
-    pub env: BTreeMap<String, String>,
     /// `[T=...]`.
     pub forced_type: Option<String>,
     /// `[H=...]`.
     pub forced_handler: Option<String>,
     pub status: u16,
+    /// The literal start of the last substitution applied, before any expansion.
+    pub literal_prefix: String,
+    /// That rule had `[UnsafePrefixStat]`.
+    pub unsafe_prefix_stat: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +143,11 @@ pub trait RewriteEnv: Lookup {
     fn is_self(&mut self, url: &str) -> Option<String>;
     /// The URL prefix this server answers as (`http://example.test`), for `[R]`.
     fn self_url(&mut self) -> String;
+    /// `[E=VAR:VAL]` (`value` None for `[E=!VAR]`), visible at once as `%{ENV:VAR}`.
+    fn set_env(&mut self, name: &str, value: Option<&str>);
+    /// `RewriteCond expr "..."`: an `ap_expr`; one that cannot be decided is false and
+    /// makes the outcome unknown.
+    fn expr_cond(&mut self, text: &str) -> bool;
 }
 
 enum RuleResult {
@@ -233,25 +239,24 @@ fn apply_rule(
         }
         i += 1;
     }
-    let escape = if rule.has(RuleFlagKind::Escape)
-        || rule.has(RuleFlagKind::EscapeCtls)
-        || rule.has(RuleFlagKind::EscapeNoEscape)
-    {
-        let only = rule.flag(RuleFlagKind::Escape).and_then(|f| f.value.clone());
-        Some((rule.has(RuleFlagKind::EscapeNoPlus), only))
-    } else {
-        None
-    };
+    let escape =
+        (rule.has(RuleFlagKind::Escape) || rule.has(RuleFlagKind::EscapeCtls)).then(|| BackrefEscape {
+            all: rule.has(RuleFlagKind::Escape),
+            only: rule.flag(RuleFlagKind::Escape).and_then(|f| f.value.clone()),
+            ctls: rule.has(RuleFlagKind::EscapeCtls),
+            keep: rule.flag(RuleFlagKind::EscapeNoEscape).and_then(|f| f.value.clone()),
+            no_plus: rule.has(RuleFlagKind::EscapeNoPlus),
+        });
     let ex = Expander { rule: &rule_caps, cond: &cond_caps, escape };
     // [E=VAR:VAL] and [CO=...] are expanded whether or not there is a substitution.
     for f in rule.flags.iter().filter(|f| f.kind == RuleFlagKind::Env) {
         let v = f.value.as_deref().unwrap_or("");
         let v = ex.expand(v, look);
         if let Some(name) = v.strip_prefix('!') {
-            state.env.remove(name);
+            look.set_env(name, None);
         } else {
             let (name, value) = v.split_once(':').unwrap_or((v.as_str(), ""));
-            state.env.insert(name.to_string(), value.to_string());
+            look.set_env(name, Some(value));
         }
     }
     if let Some(t) = rule.flag(RuleFlagKind::Type).and_then(|f| f.value.as_deref()) {
@@ -276,12 +281,27 @@ fn apply_rule(
         trace.push(Step { at: Some(rule.at), depth: 1, text: "no substitution ('-')".into() });
         return RuleResult::Matched { substituted: false };
     }
-    let mut new = ex.expand(&rule.substitution, look);
+    let mut marks = Vec::new();
+    let mut new = ex.expand_marking(&rule.substitution, look, &mut marks);
     trace.push(Step { at: Some(rule.at), depth: 1, text: format!("rewrite '{subject}' -> '{new}'") });
     if perdir.is_some() && rule.has(RuleFlagKind::DiscardPathInfo) {
         state.path_info = None;
     }
-    split_query(&mut new, state, rule);
+    // Since 2.4.60 a `?` that a back-reference brought in (from an encoded `%3f` in
+    // the request) does not start a query unless [UnsafeAllow3F].
+    let unsafe_3f = !rule.has(RuleFlagKind::UnsafeAllow3F)
+        && look.var("THE_REQUEST").to_ascii_lowercase().contains("%3f");
+    if let Err(()) = split_query(&mut new, state, rule, if unsafe_3f { &marks } else { &[] }) {
+        state.status = 403;
+        trace.push(Step {
+            at: Some(rule.at),
+            depth: 1,
+            text: "a '?' from a back-reference would start the query (no UnsafeAllow3F): 403".into(),
+        });
+        return RuleResult::Status;
+    }
+    state.literal_prefix = super::expand::literal_prefix(&rule.substitution).to_string();
+    state.unsafe_prefix_stat = rule.has(RuleFlagKind::UnsafePrefixStat);
     if let Some(dir) = perdir
         && !new.starts_with('/')
         && !is_absolute_uri(&new)
@@ -311,12 +331,18 @@ fn apply_rule(
 }
 
 /// `splitout_queryargs()`: `?` in the result replaces (or with [QSA] prepends to) the
-/// query; [QSD] drops it; [QSL] splits at the last `?`.
-fn split_query(new: &mut String, state: &mut State, rule: &RewriteRule) {
+/// query; [QSD] drops it; [QSL] splits at the last `?`.  `Err` when the splitting `?`
+/// lies in one of the `unsafe_marks` ranges.
+fn split_query(
+    new: &mut String,
+    state: &mut State,
+    rule: &RewriteRule,
+    unsafe_marks: &[std::ops::Range<usize>],
+) -> Result<(), ()> {
     if is_absolute_uri(new) && !new.contains('?') && !matches!(scheme_of(new), Some("http" | "https" | "ftp"))
     {
         state.args = None;
-        return;
+        return Ok(());
     }
     if rule.has(RuleFlagKind::QsDiscard) {
         state.args = None;
@@ -324,21 +350,32 @@ fn split_query(new: &mut String, state: &mut State, rule: &RewriteRule) {
     let skip = scheme_len(new);
     let pos = if rule.has(RuleFlagKind::QsLast) { new[skip..].rfind('?') } else { new[skip..].find('?') };
     if let Some(p) = pos {
+        if unsafe_marks.iter().any(|m| m.contains(&(skip + p))) {
+            return Err(());
+        }
         let q = new[skip + p + 1..].to_string();
         new.truncate(skip + p);
-        let mut args = if rule.has(RuleFlagKind::QsAppend) && !q.is_empty() {
-            match &state.args {
-                Some(old) => format!("{q}&{old}"),
-                None => format!("{q}&"),
+        if rule.has(RuleFlagKind::QsAppend) {
+            // An empty new query leaves the old one as it is.
+            if !q.is_empty() {
+                state.args = Some(match &state.args {
+                    Some(old) => format!("{q}&{old}"),
+                    None => q,
+                });
             }
         } else {
-            q
-        };
-        if args.ends_with('&') {
-            args.pop();
+            state.args = Some(q);
         }
-        state.args = if args.is_empty() { None } else { Some(args) };
+        if let Some(a) = &mut state.args
+            && a.ends_with('&')
+        {
+            a.pop();
+        }
+        if state.args.as_deref() == Some("") {
+            state.args = None;
+        }
     }
+    Ok(())
 }
 
 fn scheme_of(s: &str) -> Option<&str> {
@@ -435,7 +472,7 @@ fn apply_cond(
         | CondKind::FileExecutable
         | CondKind::LookupUrl
         | CondKind::LookupFile) => look.test_file(kind, &input),
-        CondKind::Expr => false,
+        CondKind::Expr => look.expr_cond(operand),
     };
     let result = rc != c.pattern.negated;
     trace.push(Step {

@@ -216,7 +216,10 @@ impl Builder {
     fn matcher(&mut self, kind: ScopeKind, item: &Item, on: bool) -> Option<Matcher> {
         let args = item.values();
         let m = match kind {
-            ScopeKind::If | ScopeKind::ElseIf => Matcher::Expr(item.raw.text.clone()),
+            // Apache reads the expression as one configuration word (quotes removed).
+            ScopeKind::If | ScopeKind::ElseIf => {
+                Matcher::Expr(args.first().map(|a| a.to_string()).unwrap_or_default())
+            }
             ScopeKind::Else => Matcher::Otherwise,
             ScopeKind::Limit | ScopeKind::LimitExcept => {
                 Matcher::Methods(args.iter().map(|m| m.to_ascii_uppercase()).collect())
@@ -229,6 +232,16 @@ impl Builder {
             ScopeKind::Directory => Matcher::Path(clean_path(args.first()?)),
             _ => Matcher::Path(args.first()?.to_string()),
         };
+        if let (Matcher::Expr(e), true) = (&m, on)
+            && let Err(err) = crate::expr::parse(e)
+        {
+            let at = item.args.first().map(|w| w.span).unwrap_or(item.span);
+            self.diags.push(Diagnostic::new(
+                Code::BadExpr,
+                at,
+                format!("<{}>: {} (at byte {} of the expression)", item.name.value, err.message, err.offset),
+            ));
+        }
         if let (Matcher::Regex(re), true) = (&m, on)
             && let Err(e) = rewrite::check_regex(re, false)
         {
@@ -639,7 +652,7 @@ pub fn describe_scope(s: &Scope) -> String {
         }
         Some(Matcher::Regex(r)) => format!(" ~ {}", crate::syntax::words::quote(r)),
         Some(Matcher::Methods(m)) => format!(" {}", m.join(" ")),
-        Some(Matcher::Expr(e)) => format!(" {e}"),
+        Some(Matcher::Expr(e)) => format!(" {}", crate::syntax::words::quote(e)),
         Some(Matcher::Otherwise) => String::new(),
     };
     format!("<{}{m}>", s.kind.section_name())

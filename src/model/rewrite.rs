@@ -421,6 +421,16 @@ pub fn read_cond(item: &Item, rw: &mut RewriteConfig, cx: &mut ReadCx) {
         ));
         return;
     }
+    if pattern.kind == CondKind::Expr
+        && let Err(e) = crate::expr::parse(&pattern.operand)
+    {
+        cx.diags.push(Diagnostic::new(
+            Code::BadExpr,
+            args[1].0,
+            format!("RewriteCond expr: {} (at byte {} of '{}')", e.message, e.offset, pattern.operand),
+        ));
+        return;
+    }
     rw.pending.push(RewriteCond { test: args[0].1.clone(), pattern, flags, at: item.span });
 }
 

@@ -39,6 +39,9 @@ pub struct HostSettings {
     pub log_formats: Vec<LogFormat>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_level: Option<Spanned<String>>,
+    /// `TraceEnable on|off|extended`: whether the core answers TRACE (default on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_enable: Option<Spanned<String>>,
     #[serde(skip_serializing_if = "Tls::is_empty")]
     pub tls: Tls,
 }
@@ -58,6 +61,7 @@ impl HostSettings {
             && self.custom_logs.is_empty()
             && self.log_formats.is_empty()
             && self.log_level.is_none()
+            && self.trace_enable.is_none()
             && self.tls.is_empty()
     }
 }

@@ -284,6 +284,11 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         "customlog" | "transferlog" => s.host_mut().custom_logs.extend(server::read_custom_log(item)),
         "logformat" => s.host_mut().log_formats.extend(server::read_log_format(item)),
         "loglevel" => set(&mut s.host_mut().log_level, item.raw.text.clone(), item),
+        "traceenable" => {
+            if let Some(v) = first(item) {
+                set(&mut s.host_mut().trace_enable, v.to_ascii_lowercase(), item);
+            }
+        }
         "sslengine" => set(&mut s.host_mut().tls.engine, first(item).unwrap_or_default(), item),
         "sslcertificatefile" => {
             set(&mut s.host_mut().tls.certificate_file, first(item).unwrap_or_default(), item)

@@ -83,19 +83,18 @@ pub struct PathMap {
 }
 
 impl PathMap {
-    /// `p` inside the copy when the copy has it (or its parent folder), else unchanged
-    /// (`/usr/lib/apache2/modules/...`, `/etc/mime.types` come from the host).
+    /// `p` inside the copy when the copy has it; the host's when only the host has it
+    /// (`/usr/lib/apache2/modules/...`, `/etc/mime.types`); inside the copy otherwise.
     pub fn map(&self, p: &str) -> String {
         let Some(root) = &self.root else { return p.to_string() };
         if !p.starts_with('/') {
             return p.to_string();
         }
         let inside = root.join(p.trim_start_matches('/'));
-        let parent_inside = inside.parent().is_some_and(|d| d.exists());
-        if inside.exists() || parent_inside || !Path::new(p).exists() {
-            inside.to_string_lossy().into_owned()
-        } else {
+        if !inside.exists() && Path::new(p).exists() {
             p.to_string()
+        } else {
+            inside.to_string_lossy().into_owned()
         }
     }
 
@@ -125,6 +124,7 @@ pub fn start(config: &Config, sandbox: &Sandbox, opts: &ApacheOptions) -> io::Re
     let needs_php = uses_php(&config.items);
     let php = if needs_php { Some(Php::start(sandbox, opts.php_echo)?) } else { None };
     let mut w = Writer::new(config, sandbox, paths, php.as_ref().map(|p| p.port), opts)?;
+    w.php_generic = php.as_ref().is_some_and(|p| p.kind == super::php::PhpKind::Cgi);
     let text = w.write(&config.items);
     let config_path = sandbox.path().join("apache2.conf");
     std::fs::write(&config_path, &text)?;
@@ -135,7 +135,14 @@ pub fn start(config: &Config, sandbox: &Sandbox, opts: &ApacheOptions) -> io::Re
     cmd.stdin(Stdio::null()).stdout(Stdio::null());
     cmd.stderr(Stdio::from(std::fs::File::create(sandbox.path().join("logs/stderr.log"))?));
     let mut child = Child::spawn(cmd, "apache2")?;
+    let mut waited = false;
     for l in &w.listeners {
+        if !waited {
+            // Apache opens its sockets before modules finish starting (mod_ssl may still
+            // refuse its keys): give it a moment to exit if it is going to.
+            std::thread::sleep(Duration::from_millis(150));
+            waited = true;
+        }
         if !wait_for_port(l.port, Duration::from_secs(15)) || child.exited().is_some() {
             let status = child.exited();
             child.stop(Duration::from_secs(1));
@@ -192,6 +199,7 @@ const REPLACED: &[&str] = &[
     "user",
     "group",
     "errorlog",
+    "loglevel",
     "coredumpdirectory",
     "suexecusergroup",
 ];
@@ -237,6 +245,8 @@ struct Writer<'a> {
     adjustments: Vec<Adjustment>,
     available: Vec<String>,
     cert: Option<(String, String)>,
+    /// php-cgi needs the GENERIC FastCGI backend type; php-fpm the default.
+    php_generic: bool,
     out: String,
 }
 
@@ -259,6 +269,7 @@ impl<'a> Writer<'a> {
             adjustments: Vec::new(),
             available: available_modules(),
             cert: None,
+            php_generic: false,
             out: String::new(),
         };
         w.plan_ports()?;
@@ -339,8 +350,8 @@ impl<'a> Writer<'a> {
         for l in self.listeners.clone() {
             head.push_str(&format!("Listen 127.0.0.1:{}{}\n", l.port, if l.tls { " https" } else { "" }));
         }
-        if self.php.is_some() {
-            // php-cgi wants a plain SCRIPT_FILENAME (php-fpm would take the default).
+        if self.php.is_some() && self.php_generic {
+            // php-cgi wants a plain SCRIPT_FILENAME (php-fpm takes the default).
             head.push_str("ProxyFCGIBackendType GENERIC\n");
         }
         self.items(items, 0);
@@ -473,12 +484,13 @@ impl<'a> Writer<'a> {
             "rewritemap" => {
                 let mut args: Vec<String> = it.args.iter().map(|w| quote_always(&w.value)).collect();
                 if let Some((kind, src)) = it.arg(1).and_then(|s| s.split_once(':'))
-                    && (matches!(kind, "txt" | "rnd" | "dbm") || kind.starts_with("dbm="))
+                    && (matches!(kind, "txt" | "rnd" | "dbm" | "prg") || kind.starts_with("dbm="))
                 {
                     args[1] = quote_always(&format!("{kind}:{}", self.paths.map(src)));
                 }
                 format!("{} {}", it.name.value, args.join(" "))
             }
+            "rewriterule" => self.rewrite_rule(it),
             "sslcertificatefile" | "sslcertificatekeyfile" => {
                 let p = it.arg(0).map(|p| self.paths.map(p)).unwrap_or_default();
                 if Path::new(&p).exists() {
@@ -522,6 +534,27 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
+    /// A substitution that names a file of the copied tree by its literal start (a
+    /// prefix-stat'ed path such as `/var/www/site/index.php`) is pointed into the copy;
+    /// URL-paths and what variables produce are left alone.
+    fn rewrite_rule(&mut self, it: &Item) -> String {
+        let mut args: Vec<String> = it.args.iter().map(|w| quote_always(&w.value)).collect();
+        if let (Some(sub), Some(root)) = (it.arg(1), &self.paths.root) {
+            let literal = crate::eval::literal_prefix(sub);
+            let first = literal.split('/').nth(1).unwrap_or("");
+            if literal.starts_with('/')
+                && !first.is_empty()
+                && literal.len() > first.len() + 1
+                && root.join(first).exists()
+            {
+                let mapped = format!("{}{}", root.to_string_lossy(), literal);
+                self.adjust(it.span, format!("RewriteRule target {literal} points into the copy"));
+                args[1] = quote_always(&format!("{mapped}{}", &sub[literal.len()..]));
+            }
+        }
+        format!("{} {}", it.name.value, args.join(" "))
+    }
+
     fn module_available(&self, module_file: &str) -> bool {
         if crate::config::Modules::is_built_in(module_file)
             || module_file == "event.c"
@@ -563,7 +596,12 @@ impl<'a> Writer<'a> {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let c = (cert.display().to_string(), key.display().to_string());
+        // Plesk names only SSLCertificateFile (key included): the stand-in carries both.
+        let both = self.sandbox.join("run/sandbox.pem");
+        let joined =
+            [std::fs::read(&cert).unwrap_or_default(), std::fs::read(&key).unwrap_or_default()].concat();
+        let _ = std::fs::write(&both, joined);
+        let c = (both.display().to_string(), key.display().to_string());
         self.cert = Some(c.clone());
         c
     }

@@ -61,7 +61,9 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
             copy_tree(&src, &dst)?;
         } else if ft.is_file() {
             std::fs::copy(&src, &dst)?;
-            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o644))?;
+            // Keep the execute bits (RewriteMap prg:, CGI), add read for everyone.
+            let mode = std::fs::metadata(&src)?.permissions().mode() | 0o444;
+            std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode & 0o7777))?;
         }
     }
     Ok(())

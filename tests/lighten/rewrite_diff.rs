@@ -11,7 +11,33 @@ use lighten::source::Sysroot;
 use std::net::SocketAddr;
 
 /// Differences the evaluator knowingly does not reproduce: (fixture, request line, why).
-const KNOWN: &[(&str, &str, &str)] = &[];
+const KNOWN: &[(&str, &str, &str)] = &[
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/1 | Accept: PRG", PRG),
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/2 | Accept: PRG", PRG),
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/3 | Accept: PRG", PRG),
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/4 | Accept: PRG", PRG),
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/5 | Accept: PRG", PRG),
+    ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/6 | Accept: PRG", PRG),
+    (
+        "httpd-tests-rewrite",
+        "GET http://localhost:8529/modules/rewrite/qsa.html?baz=bee",
+        "the rule hands the request to a CGI script (env.pl); the evaluator says which script but not what it prints",
+    ),
+    (
+        "httpd-tests-rewrite",
+        "GET http://localhost:8530/modules/rewrite/prefixstat/query/index.html?/var/www/httpd-tests/htdocs/index.html",
+        HOST_PATH,
+    ),
+    (
+        "httpd-tests-rewrite",
+        "GET http://localhost:8530/modules/rewrite/prefixstat/query-optin/index.html?/etc/apache2/conf/core.conf",
+        HOST_PATH,
+    ),
+];
+
+const PRG: &str = "a prg: RewriteMap is a program the evaluator does not run: it answers Unknown";
+const HOST_PATH: &str = "the query string names a filesystem path that becomes the rewrite target; in the \
+     sandbox that path is the host's, not the fixture copy's";
 
 fn have(cmd: &str) -> bool {
     std::process::Command::new(cmd).arg("-v").output().is_ok()
@@ -20,6 +46,8 @@ fn have(cmd: &str) -> bool {
 pub struct Report {
     pub total: usize,
     pub agreed: usize,
+    /// Differences listed in KNOWN.
+    pub known: usize,
     pub differences: Vec<String>,
 }
 
@@ -42,14 +70,21 @@ pub fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request]) -> Report 
     if std::env::var_os("LIGHTEN_KEEP").is_some() {
         eprintln!("{}: sandbox kept at {}", f.name, sb.keep().display());
     }
-    let a = apache::start(&cfg_for_run, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None })
+    // LIGHTEN_REWRITE_TRACE=N writes mod_rewrite's trace to the sandbox's error log.
+    let trace = std::env::var("LIGHTEN_REWRITE_TRACE").ok().and_then(|v| v.parse().ok());
+    let a = apache::start(&cfg_for_run, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: trace })
         .unwrap_or_else(|e| panic!("{}: {e}", f.name));
     let paths = apache::PathMap { root: a.root.clone() };
     let default_host =
         model.vhosts.first().and_then(|v| v.server_name.clone()).unwrap_or_else(|| opts.server_name.clone());
-    let mut report = Report { total: 0, agreed: 0, differences: Vec::new() };
+    let mut report = Report { total: 0, agreed: 0, known: 0, differences: Vec::new() };
     for req in requests {
-        let port = if req.scheme == "https" { 443 } else { 80 };
+        // A port in the URL names the configuration's listener (http://localhost:8530/).
+        let port = req
+            .host
+            .as_deref()
+            .and_then(|h| lighten::model::server::split_host_port(h).1.and_then(|p| p.parse::<u16>().ok()))
+            .unwrap_or(if req.scheme == "https" { 443 } else { 80 });
         let Some(sport) = a.port_for(port).or(if port == 80 { a.http_port() } else { None }) else {
             continue;
         };
@@ -60,13 +95,14 @@ pub fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request]) -> Report 
         r.host = Some(headers[0].1.clone());
         let ev = eval::evaluate(&model, &cfg.sysroot, &r, port);
         report.total += 1;
-        let resp = match http::send(
-            SocketAddr::from(([127, 0, 0, 1], sport)),
-            &req.method,
-            &req.target(),
-            &headers,
-            b"",
-        ) {
+        let addr = SocketAddr::from(([127, 0, 0, 1], sport));
+        let sent = if req.scheme == "https" {
+            let sni = lighten::model::server::split_host_port(&headers[0].1).0.unwrap_or_default();
+            http::send_tls(addr, &sni, &req.method, &req.target(), &headers, b"")
+        } else {
+            http::send(addr, &req.method, &req.target(), &headers, b"")
+        };
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
                 report.differences.push(format!("{}: {} -> no answer: {e}", f.name, req.to_line()));
@@ -74,12 +110,16 @@ pub fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request]) -> Report 
             }
         };
         let seen = observe::observe(&resp, &paths, &cfg.sysroot, Some(&ev.outcome), req.method == "HEAD");
+        let line = req.to_line();
+        let known = KNOWN.iter().any(|(fx, l, _)| *fx == f.name && *l == line);
         match observe::agree(&ev.outcome, &seen) {
+            Ok(()) if known => {
+                report.differences.push(format!("{}: {line} is listed in KNOWN but now agrees", f.name))
+            }
             Ok(()) => report.agreed += 1,
             Err(d) => {
-                let line = req.to_line();
-                if KNOWN.iter().any(|(fx, l, _)| *fx == f.name && *l == line) {
-                    report.agreed += 1;
+                if known {
+                    report.known += 1;
                 } else {
                     let trace: Vec<String> = ev
                         .trace
@@ -96,11 +136,14 @@ pub fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request]) -> Report 
 
 #[test]
 fn evaluator_agrees_with_apache() {
-    if !have("apache2") || !have("php-cgi") {
-        eprintln!("skipped: apache2 or php-cgi is not installed");
+    if !have("apache2") {
+        // CI installs Apache (scripts/setup.sh); only a developer's machine may lack it.
+        assert!(std::env::var_os("CI").is_none(), "apache2 is not installed");
+        eprintln!("skipped: apache2 is not installed");
         return;
     }
     let mut total = 0;
+    let mut known = 0;
     let mut sets = 0;
     let mut all_diffs = Vec::new();
     for f in fixtures("fixtures") {
@@ -109,12 +152,14 @@ fn evaluator_agrees_with_apache() {
         let requests =
             lighten::eval::request::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let r = run_fixture(&f, &requests);
-        eprintln!("{}: {}/{} agree", f.name, r.agreed, r.total);
+        eprintln!("{}: {}/{} agree, {} known", f.name, r.agreed, r.total, r.known);
         total += r.total;
+        known += r.known;
         sets += 1;
         all_diffs.extend(r.differences);
     }
     assert!(all_diffs.is_empty(), "{} difference(s):\n{}", all_diffs.len(), all_diffs.join("\n"));
-    assert!(sets >= 1, "no fixture has requests");
-    eprintln!("{total} requests over {sets} rule sets");
+    eprintln!("{total} requests over {sets} rule sets, {known} known differences");
+    // The corpus is the evidence: it must not shrink unnoticed.
+    assert!(sets >= 12 && total >= 400, "only {total} requests over {sets} rule sets");
 }

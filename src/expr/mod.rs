@@ -1,0 +1,212 @@
+//! Apache httpd 2.4's expression language, `ap_expr`: parsing, printing and evaluating.
+//!
+//! `<If "...">`, `<ElseIf>`, `Require expr`, `RewriteCond expr`, `SetEnvIfExpr` and
+//! `Header ... "expr=..."` take a boolean expression: [`parse()`] gives an [`Expr`]. A few
+//! directives take a string expression, literal text with `%{VAR}`, `%{func:arg}` and
+//! `$N` in it: [`parse_string`] gives a [`StringExpr`]. The rules follow httpd 2.4's
+//! `server/util_expr_scan.l`, `util_expr_parse.y` and `util_expr_eval.c`, and the manual
+//! page <https://httpd.apache.org/docs/2.4/expr.html>; the facts were carried over, not
+//! the code.
+//!
+//! Parsing fails with an [`ExprError`] holding a byte offset into the text, so callers
+//! can point at `file:line:col`. It never panics, whatever the input (a proptest holds
+//! it). An [`Expr`] prints back canonically: operators in their main spelling, strings
+//! single-quoted; parsing the print gives the same print again.
+//!
+//! Evaluation asks a [`Context`] for whatever depends on the request or the machine, and
+//! is three-valued: where the context cannot answer, the result is
+//! [`Value::Unknown`] with a reason, and the unknown spreads only as far as logic forces:
+//!
+//! | a     | b   | `a && b` | `a \|\| b` |
+//! |-------|-----|----------|------------|
+//! | false | ?   | false    | ?          |
+//! | true  | ?   | ?        | true       |
+//! | ?     | ?   | ?        | ?          |
+//!
+//! and `!?` is `?` (the same holds with the operands swapped).
+//!
+//! # Supported (httpd 2.4)
+//!
+//! - `true`, `false`, `!`/`not`, `&&`/`and`, `||`/`or`, parentheses; `&&` binds tighter
+//!   than `||`, `!` tighter than both.
+//! - String comparisons `==` (`=`), `!=`, `<`, `<=`, `>`, `>=`; integer ones `-eq` ...
+//!   `-ge` (and `eq` ... `ge`); `-in` with `{'a', 'b'}` or a list function
+//!   ([`Context::list_func`]); `=~` and `!~` with `/re/`, `m#re#` and flag `i`, compiled
+//!   by PCRE, setting `$0`..`$9` as Apache does (only a regex with groups sets them, and a
+//!   miss empties them).
+//! - Unary `-n -z -T -R` and the file tests `-d -e -f -s -L -h -x -F -U -A`
+//!   ([`Context::file_test`]); binary `-ipmatch -strmatch -strcmatch -fnmatch`.
+//! - Words: digits, `'...'` and `"..."` with `%{VAR}`, `%{func:arg}`, `$N` and backslash
+//!   escapes inside, `%{VAR}`, `%{func:arg}`, `func(word)`, `$N`, joined with `.`.
+//! - `tolower`, `toupper`, `escape`, `unescape`, `base64`, `unbase64` are computed here;
+//!   every other function (`req`, `http`, `resp`, `reqenv`, `env`, `osenv`, `note`, `md5`,
+//!   `sha1`, `file`, `filesize`, module functions) goes to [`Context::func`].
+//!
+//! # Not supported, and why
+//!
+//! - The trunk (2.5) additions: `split`, `join`, `sub`, `%{:expr:}`, regex flags other
+//!   than `i`. Apache 2.4 rejects them too, and so do we (as syntax errors).
+//! - Apache refuses unknown variable and function names while reading the configuration;
+//!   here they parse, and the context answers (an unknown variable reads as empty, an
+//!   unknown function is [`Value::Unknown`]): modules register more names (mod_ssl's
+//!   `SSL_*`, `PeerExtList`) than a table here could know. Unknown *operators* are
+//!   refused, as Apache refuses them. Variable names are matched to the core ones
+//!   ignoring case, as Apache's lookup does ([`CORE_VARIABLES`]).
+//! - Not modelled: restricted contexts (`AP_EXPR_FLAG_RESTRICTED`, where the file tests
+//!   and `file()` are refused), `SSLRequire`'s comparison rules, the `Vary` header Apache
+//!   adds when a request header is read, and the evaluator's recursion limit of 20
+//!   levels. Parsing refuses nesting deeper than 100 levels, so no input exhausts the stack.
+//! - Strings are Rust strings: bytes that are not UTF-8 (`'\377'`, `unbase64`) become
+//!   U+FFFD, and a NUL ends a string as it ends a C string in Apache.
+
+mod ast;
+mod builtin;
+mod eval;
+mod parse;
+mod subnet;
+
+#[cfg(test)]
+mod tests;
+
+pub use ast::{BinaryOp, CompareOp, Cond, List, Part, Regex, UnaryOp, Word};
+pub use builtin::escape_uri;
+pub use eval::CORE_VARIABLES;
+pub use subnet::Subnet;
+
+use std::fmt;
+
+/// A boolean expression, as `<If>` takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    root: Cond,
+}
+
+/// A string expression: text with `%{VAR}`, `%{func:arg}` and `$N` in it. Quotes are
+/// plain text here; backslash escapes apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StringExpr {
+    parts: Vec<Part>,
+}
+
+/// Why an expression does not parse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExprError {
+    /// Byte offset into the expression text.
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExprError {}
+
+/// What an expression evaluates to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    True,
+    False,
+    /// The context could not answer something the result depends on; the reason says what
+    /// (`function 'file' not supported`).
+    Unknown(String),
+}
+
+impl std::ops::Not for Value {
+    type Output = Value;
+
+    fn not(self) -> Value {
+        match self {
+            Value::True => Value::False,
+            Value::False => Value::True,
+            unknown => unknown,
+        }
+    }
+}
+
+impl Value {
+    /// `Some` when the value is known.
+    pub fn known(&self) -> Option<bool> {
+        match self {
+            Value::True => Some(true),
+            Value::False => Some(false),
+            Value::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        if b { Value::True } else { Value::False }
+    }
+}
+
+/// What the evaluator needs from the request and the machine.
+pub trait Context {
+    /// A variable as `%{NAME}`: `REQUEST_URI`, `HTTP_HOST`, `QUERY_STRING`,
+    /// `REQUEST_FILENAME`, `HTTPS`, `REMOTE_ADDR`, ... Core names come in the spelling of
+    /// [`CORE_VARIABLES`], others as written. Unknown names read as the empty string.
+    fn var(&mut self, name: &str) -> String;
+
+    /// A one-argument function, `name(arg)` or `%{name:arg}`, name in lower case: `req`,
+    /// `http`, `req_novary`, `resp`, `reqenv`, `env`, `osenv`, `note`, `md5`, `sha1`,
+    /// `file`, `filesize`, or a module's. `None` when not supported: the expression is
+    /// then [`Value::Unknown`]. The pure string functions never come here.
+    fn func(&mut self, name: &str, arg: &str) -> Option<String>;
+
+    /// A unary test on a path or URL: `-d -e -f -s -L -h -x` (file system) or `-F -U -A`
+    /// (subrequests). `None` when not supported.
+    fn file_test(&mut self, op: char, path: &str) -> Option<bool>;
+
+    /// A list-valued function for `-in` (mod_ssl's `PeerExtList`); httpd's core has none.
+    fn list_func(&mut self, name: &str, arg: &str) -> Option<Vec<String>> {
+        let _ = (name, arg);
+        None
+    }
+}
+
+/// Parses a boolean expression (the text of `<If "...">`, without the quotes).
+pub fn parse(src: &str) -> Result<Expr, ExprError> {
+    parse::condition(src).map(|root| Expr { root })
+}
+
+/// Parses a string expression.
+pub fn parse_string(src: &str) -> Result<StringExpr, ExprError> {
+    parse::string(src).map(|parts| StringExpr { parts })
+}
+
+impl Expr {
+    pub fn root(&self) -> &Cond {
+        &self.root
+    }
+
+    /// Evaluates for one request; backreferences start empty.
+    pub fn eval(&self, cx: &mut dyn Context) -> Value {
+        eval::Evaluator::new(cx).cond(&self.root)
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.root)
+    }
+}
+
+impl StringExpr {
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// The text for one request, or why it cannot be known.
+    pub fn eval(&self, cx: &mut dyn Context) -> Result<String, String> {
+        eval::Evaluator::new(cx).parts(&self.parts)
+    }
+}
+
+impl fmt::Display for StringExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        ast::write_parts(f, &self.parts, None)
+    }
+}
