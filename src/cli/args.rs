@@ -54,6 +54,22 @@ URL is what a browser sends (http://host/path?query); a bare /path uses the firs
 host's name. Nothing is started: the answer comes from lighten's model of Apache, which the
 test suite checks against real Apache.")]
     Explain(ExplainArgs),
+    /// Write a lighttpd configuration and mod_magnet Lua that answer like the Apache one
+    #[command(after_help = "\
+Examples:
+  lighten convert /etc/apache2/apache2.conf --out /etc/lighttpd/from-apache
+  lighten convert --sysroot fixtures/wp-super-cache --server-name example.test \\
+      fixtures/wp-super-cache/var/www/html --out /tmp/wpsc --listen 127.0.0.1:8080
+  lighten convert /var/www/vhosts --out out --listen 80=127.0.0.1:8080 --listen 443=127.0.0.1:8443
+
+The output folder receives lighttpd.conf (run it with lighttpd -D -f OUT/lighttpd.conf),
+lua/ (the runtime and the site as data), report.md and report.json. Files are replaced
+one by one, atomically; other files in the folder are left alone.
+
+Exit status: 0 everything translated exactly; 1 something was approximated or is
+unsupported (see report.md; unsupported parts fail closed with 403); 2 failure, or with
+--strict anything inexact (then nothing is written).")]
+    Convert(ConvertArgs),
     /// List the Apache directives lighten knows and what the lighttpd target does with each
     #[command(after_help = "\
 Examples:
@@ -119,6 +135,38 @@ pub struct ExplainArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub remote: std::net::IpAddr,
     /// Print the evaluation as JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum Target {
+    Lighttpd,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
+    pub config: PathBuf,
+    /// The server to convert to
+    #[arg(long, value_enum, default_value = "lighttpd")]
+    pub target: Target,
+    /// The folder to write to (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
+    /// for one of them (repeatable)
+    #[arg(long, value_name = "[PORT=]ADDR:PORT")]
+    pub listen: Vec<String>,
+    /// Where lighttpd keeps its pid file, logs and sockets [default: OUT/run]
+    #[arg(long, value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+    /// Fail (exit 2, write nothing) unless everything translates exactly
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the report as JSON on standard output
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

@@ -2,6 +2,7 @@
 //! prints.  The only module besides the diagnostic renderer that writes to the terminal.
 
 mod args;
+mod convert;
 mod directives;
 mod explain;
 mod inspect;
@@ -22,6 +23,7 @@ pub fn main() -> i32 {
         Command::Inspect(a) => inspect::run(a, color),
         Command::Directives(a) => directives::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Convert(a) => convert::run(a),
     };
     match result {
         Ok(code) => code,

@@ -286,8 +286,15 @@ fn parent(p: &str) -> String {
     p.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()
 }
 
+/// A section regex as Apache compiles it (RegexDefaultOptions: DOTALL; DOLLAR_ENDONLY is
+/// not available through the pcre2 crate and only matters for a subject ending in `\n`).
 pub fn regex_search(re: &str, subject: &str) -> bool {
-    pcre2::bytes::Regex::new(re).ok().and_then(|r| r.is_match(subject.as_bytes()).ok()).unwrap_or(false)
+    pcre2::bytes::RegexBuilder::new()
+        .dotall(true)
+        .build(re)
+        .ok()
+        .and_then(|r| r.is_match(subject.as_bytes()).ok())
+        .unwrap_or(false)
 }
 
 fn files_match(s: &Scope, base: &str) -> bool {

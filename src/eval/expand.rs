@@ -86,8 +86,10 @@ impl Expander<'_> {
         while i < b.len() {
             let c = b[i];
             if c == b'\\' && i + 1 < b.len() {
-                out.push(b[i + 1] as char);
-                i += 2;
+                // The escaped character, whole (it may take several bytes).
+                let len = utf8_len(b[i + 1]);
+                out.push_str(&input[i + 1..(i + 1 + len).min(input.len())]);
+                i += 1 + len;
                 continue;
             }
             if (c == b'$' || c == b'%') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
@@ -218,6 +220,8 @@ mod tests {
         let mut l = MapLookup([("SERVER_NAME".to_string(), "example.test".to_string())].into());
         assert_eq!(e.expand("/c/%{SERVER_NAME}/$1/%1-\\$2", &mut l), "/c/example.test/a/42-$2");
         assert_eq!(e.expand("${nomap:$1|fallback}", &mut l), "fallback");
+        // A backslash before a multi-byte character keeps the character whole.
+        assert_eq!(e.expand("/bs-\\\u{e9}-$1", &mut l), "/bs-\u{e9}-a");
         let b = Expander {
             rule: &rule,
             cond: &cond,

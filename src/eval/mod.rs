@@ -23,12 +23,12 @@
 mod access;
 mod cond;
 mod dirconf;
-mod expand;
+pub mod expand;
 pub mod fs;
 mod outcome;
 pub mod render;
 pub mod request;
-mod rewrite;
+pub mod rewrite;
 
 pub use expand::literal_prefix;
 pub use outcome::{Evaluation, Outcome, Served, Step};
@@ -831,42 +831,7 @@ impl<'m> Engine<'m> {
     /// The rules of server context: the vhost's (and the main server's with
     /// `RewriteOptions Inherit`), when its RewriteEngine is on.
     fn server_rules(&self) -> Vec<&'m RewriteRule> {
-        let main = self.model.server.settings.rewrite();
-        match self.vhost {
-            None => {
-                if main.is_on() {
-                    main.rules.iter().collect()
-                } else {
-                    Vec::new()
-                }
-            }
-            Some(i) => {
-                // config_server_merge(): the engine state and the options come from the
-                // main server unless the vhost sets them.
-                let v = self.model.vhosts[i].scope.settings.rewrite();
-                if !v.engine.as_ref().or(main.engine.as_ref()).is_some_and(|e| e.value) {
-                    return Vec::new();
-                }
-                let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
-                    c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
-                };
-                let (own, base) = (lower(v), lower(main));
-                let opts = if own.is_empty() { base.clone() } else { own };
-                let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
-                let ignore = has(&opts, "ignoreinherit");
-                let mut rules: Vec<&RewriteRule> = Vec::new();
-                if has(&opts, "inheritbefore") || (has(&base, "inheritdownbefore") && !ignore) {
-                    rules.extend(main.rules.iter());
-                    rules.extend(v.rules.iter());
-                } else if has(&opts, "inherit") || (has(&base, "inheritdown") && !ignore) {
-                    rules.extend(v.rules.iter());
-                    rules.extend(main.rules.iter());
-                } else {
-                    rules.extend(v.rules.iter());
-                }
-                rules
-            }
-        }
+        server_rules(self.model, self.vhost)
     }
 
     fn server_error_docs(&self) -> BTreeMap<u16, crate::model::dir::ErrorAction> {
@@ -919,7 +884,7 @@ impl<'m> Engine<'m> {
     fn try_redirect(&self, r: &crate::model::alias::Redirect) -> Option<(u16, String)> {
         let uri = &self.uri;
         let target = if r.regex {
-            let re = pcre2::bytes::Regex::new(r.from.as_deref()?).ok()?;
+            let re = pcre2::bytes::RegexBuilder::new().dotall(true).build(r.from.as_deref()?).ok()?;
             let caps = re.captures(uri.as_bytes()).ok()??;
             let mut out = String::new();
             let to = r.to.clone().unwrap_or_default();
@@ -1005,7 +970,7 @@ fn try_alias(a: &crate::model::alias::Alias, uri: &str) -> Option<String> {
             Some(format!("{}{}", a.to, &uri[n..]))
         }
         AliasKind::AliasMatch | AliasKind::ScriptAliasMatch => {
-            let re = pcre2::bytes::Regex::new(from).ok()?;
+            let re = pcre2::bytes::RegexBuilder::new().dotall(true).build(from).ok()?;
             let caps = re.captures(uri.as_bytes()).ok()??;
             let mut out = String::new();
             let b = a.to.as_bytes();
@@ -1178,7 +1143,10 @@ fn apply_setenvif(
         "request_protocol" => "HTTP/1.1".into(),
         h => req.header(h).unwrap_or("").to_string(),
     };
-    let Some(re) = pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).build(test).ok() else { return };
+    let Some(re) = pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).dotall(true).build(test).ok()
+    else {
+        return;
+    };
     let Some(caps) = re.captures(value.as_bytes()).ok().flatten() else { return };
     let group = |n: usize| {
         caps.get(n).map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned()).unwrap_or_default()
@@ -1363,4 +1331,42 @@ impl RewriteEnv for Engine<'_> {
             }
         }
     }
+}
+
+/// Whether a `<DirectoryMatch>`/`<FilesMatch>`-style regex matches, as the evaluator
+/// decides it (for the translator's handler analysis).
+pub fn dirconf_regex_matches(re: &str, subject: &str) -> bool {
+    dirconf::regex_search(re, subject)
+}
+
+/// The server-context rule list of a vhost (or of the main server), inheritance resolved
+/// as `config_server_merge()` does: the engine state and the options come from the main
+/// server unless the vhost sets them.
+pub fn server_rules(model: &Model, vhost: Option<usize>) -> Vec<&RewriteRule> {
+    let main = model.server.settings.rewrite();
+    let Some(i) = vhost else {
+        return if main.is_on() { main.rules.iter().collect() } else { Vec::new() };
+    };
+    let v = model.vhosts[i].scope.settings.rewrite();
+    if !v.engine.as_ref().or(main.engine.as_ref()).is_some_and(|e| e.value) {
+        return Vec::new();
+    }
+    let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
+        c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
+    };
+    let (own, base) = (lower(v), lower(main));
+    let opts = if own.is_empty() { base.clone() } else { own };
+    let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
+    let ignore = has(&opts, "ignoreinherit");
+    let mut rules: Vec<&RewriteRule> = Vec::new();
+    if has(&opts, "inheritbefore") || (has(&base, "inheritdownbefore") && !ignore) {
+        rules.extend(main.rules.iter());
+        rules.extend(v.rules.iter());
+    } else if has(&opts, "inherit") || (has(&base, "inheritdown") && !ignore) {
+        rules.extend(v.rules.iter());
+        rules.extend(main.rules.iter());
+    } else {
+        rules.extend(v.rules.iter());
+    }
+    rules
 }

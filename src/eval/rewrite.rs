@@ -177,7 +177,12 @@ fn compiled(pattern: &str, nocase: bool) -> Option<std::rc::Rc<pcre2::bytes::Reg
         c.borrow_mut()
             .entry((pattern.to_string(), nocase))
             .or_insert_with(|| {
-                pcre2::bytes::RegexBuilder::new().caseless(nocase).build(pattern).ok().map(std::rc::Rc::new)
+                pcre2::bytes::RegexBuilder::new()
+                    .caseless(nocase)
+                    .dotall(true)
+                    .build(pattern)
+                    .ok()
+                    .map(std::rc::Rc::new)
             })
             .clone()
     })

@@ -121,6 +121,9 @@ pub fn start(config: &Config, sandbox: &Sandbox, opts: &ApacheOptions) -> io::Re
         None => None,
     };
     let paths = PathMap { root: root.clone() };
+    if let Some(r) = &root {
+        point_htaccess_into_copy(r, &paths)?;
+    }
     let needs_php = uses_php(&config.items);
     let php = if needs_php { Some(Php::start(sandbox, opts.php_echo)?) } else { None };
     let mut w = Writer::new(config, sandbox, paths, php.as_ref().map(|p| p.port), opts)?;
@@ -205,6 +208,44 @@ const REPLACED: &[&str] = &[
 ];
 
 /// Argument positions that name files or folders, per directive.
+/// .htaccess files of the copy name password files by their absolute paths: those are
+/// pointed into the copy as the server configuration's are.
+fn point_htaccess_into_copy(root: &Path, paths: &PathMap) -> io::Result<()> {
+    for e in walkdir::WalkDir::new(root).follow_links(false).into_iter().filter_map(Result::ok) {
+        if !e.file_type().is_file() || e.file_name() != ".htaccess" {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+        let mut changed = false;
+        let out: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let trimmed = line.trim_start();
+                let mut words = trimmed.splitn(2, char::is_whitespace);
+                let name = words.next().unwrap_or("").to_ascii_lowercase();
+                let rest = words.next().unwrap_or("").trim();
+                if matches!(name.as_str(), "authuserfile" | "authgroupfile")
+                    && rest.trim_matches('"').starts_with('/')
+                {
+                    changed = true;
+                    let indent = &line[..line.len() - trimmed.len()];
+                    format!(
+                        "{indent}{} {}",
+                        &trimmed[..name.len()],
+                        quote_always(&paths.map(rest.trim_matches('"')))
+                    )
+                } else {
+                    line.to_string()
+                }
+            })
+            .collect();
+        if changed {
+            std::fs::write(e.path(), out.join("\n") + "\n")?;
+        }
+    }
+    Ok(())
+}
+
 fn path_args(name: &str, argc: usize) -> &'static [usize] {
     match name {
         "documentroot"
@@ -575,27 +616,7 @@ impl<'a> Writer<'a> {
         if let Some(c) = &self.cert {
             return c.clone();
         }
-        let cert = self.sandbox.join("run/sandbox.crt");
-        let key = self.sandbox.join("run/sandbox.key");
-        let _ = Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "30",
-                "-subj",
-                "/CN=lighten-sandbox",
-                "-keyout",
-            ])
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let (cert, key) = super::sandbox::self_signed_cert(&self.sandbox);
         // Plesk names only SSLCertificateFile (key included): the stand-in carries both.
         let both = self.sandbox.join("run/sandbox.pem");
         let joined =

@@ -17,6 +17,17 @@ impl HttpResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
+
+    /// Every value of a header, joined with `, ` as one list (RFC 9110, 5.3).
+    pub fn header_joined(&self, name: &str) -> Option<String> {
+        let vals: Vec<&str> = self
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        if vals.is_empty() { None } else { Some(vals.join(", ")) }
+    }
 }
 
 /// Sends `method target` with `headers` (the first `Host` among them is used as given) to
@@ -76,7 +87,8 @@ fn exchange(
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));
     }
-    if !body.is_empty() {
+    // A body, or a method that carries one: browsers always say its length.
+    if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
         req.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
     req.push_str("Connection: close\r\n\r\n");

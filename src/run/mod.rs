@@ -5,6 +5,7 @@
 
 pub mod apache;
 pub mod http;
+pub mod lighttpd;
 pub mod observe;
 pub mod php;
 pub mod process;

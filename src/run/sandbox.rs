@@ -38,6 +38,11 @@ impl Sandbox {
         self.path.clone()
     }
 
+    /// A self-signed certificate and its key in `run/` (made once).
+    pub fn self_signed_cert(&self) -> (PathBuf, PathBuf) {
+        self_signed_cert(&self.path)
+    }
+
     /// Copies a sysroot into `root/` of the sandbox, keeping symbolic links as links, and
     /// makes it readable by everyone (Apache's workers run unprivileged).
     pub fn copy_sysroot(&self, from: &Path) -> io::Result<PathBuf> {
@@ -94,4 +99,33 @@ pub fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// A self-signed certificate and its key in `dir/run/` (made once): stands in for
+/// certificates a copied configuration names but this machine does not have.
+pub fn self_signed_cert(dir: &Path) -> (PathBuf, PathBuf) {
+    let cert = dir.join("run/sandbox.crt");
+    let key = dir.join("run/sandbox.key");
+    if !cert.exists() {
+        let _ = std::process::Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "30",
+                "-subj",
+                "/CN=lighten-sandbox",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    (cert, key)
 }

@@ -40,6 +40,13 @@ pub struct Manifest {
     pub sysroot: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
+    /// How the converted site is held against Apache: absent for every request;
+    /// `fail-open-only` when the fixture exercises what the translation refuses on
+    /// purpose (then only fail-opens count), with the reason in `convert_reason`.
+    #[serde(default)]
+    pub convert: Option<String>,
+    #[serde(default)]
+    pub convert_reason: Option<String>,
 }
 
 pub struct Fixture {
@@ -49,6 +56,30 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// The fixture loaded as the differential tests need it: the load options, the
+    /// configuration for the sandboxed server, and another one modelled.
+    pub fn load(
+        &self,
+    ) -> (lighten::config::LoadOptions, lighten::config::Config, lighten::config::Config, lighten::model::Model)
+    {
+        let sysroot = self.dir.join(self.manifest.sysroot.as_deref().unwrap_or("."));
+        let mut opts = lighten::config::LoadOptions {
+            sysroot: lighten::source::Sysroot::at(&sysroot),
+            ..lighten::config::LoadOptions::default()
+        };
+        let mut args = self.manifest.args.iter();
+        while let Some(a) = args.next() {
+            if a == "--server-name" {
+                opts.server_name = args.next().cloned().unwrap_or_default();
+            }
+        }
+        let input = self.dir.join(&self.manifest.config);
+        let for_run = lighten::config::load(&input, &opts).expect("fixture loads");
+        let mut cfg = lighten::config::load(&input, &opts).expect("fixture loads");
+        let (model, _) = lighten::model::build(&mut cfg);
+        (opts, for_run, cfg, model)
+    }
+
     /// The arguments `lighten inspect` takes for this fixture.
     pub fn inspect_args(&self) -> Vec<String> {
         let mut args = vec!["inspect".to_string()];

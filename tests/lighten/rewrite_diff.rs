@@ -3,11 +3,8 @@
 //! evaluator predicts.
 
 use crate::helpers::fixtures;
-use lighten::config::{self, LoadOptions};
 use lighten::eval::{self, Request};
-use lighten::model;
 use lighten::run::{apache, http, observe, sandbox::Sandbox};
-use lighten::source::Sysroot;
 use std::net::SocketAddr;
 
 /// Differences the evaluator knowingly does not reproduce: (fixture, request line, why).
@@ -53,18 +50,7 @@ pub struct Report {
 
 /// Runs one fixture's requests against Apache and the evaluator.
 pub fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request]) -> Report {
-    let sysroot = f.dir.join(f.manifest.sysroot.as_deref().unwrap_or("."));
-    let mut opts = LoadOptions { sysroot: Sysroot::at(&sysroot), ..LoadOptions::default() };
-    let mut args = f.manifest.args.iter();
-    while let Some(a) = args.next() {
-        if a == "--server-name" {
-            opts.server_name = args.next().cloned().unwrap_or_default();
-        }
-    }
-    let input = f.dir.join(&f.manifest.config);
-    let cfg_for_run = config::load(&input, &opts).expect("fixture loads");
-    let mut cfg = config::load(&input, &opts).expect("fixture loads");
-    let (model, _) = model::build(&mut cfg);
+    let (opts, cfg_for_run, cfg, model) = f.load();
     let mut sb = Sandbox::new("lighten-diff-").unwrap();
     // LIGHTEN_KEEP=1 keeps the sandbox folder for a look at Apache's config and logs.
     if std::env::var_os("LIGHTEN_KEEP").is_some() {

@@ -1,0 +1,105 @@
+//! `lighten convert`.
+
+use super::args::ConvertArgs;
+use super::inspect::load_options;
+use crate::translate::{self, Options};
+use crate::{config, model};
+use anyhow::Context;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
+    let opts = load_options(&a.load);
+    let mut cfg = config::load(&a.config, &opts)?;
+    let (model, _) = model::build(&mut cfg);
+    let out_dir = absolute(&a.out)?;
+    let runtime_dir = match &a.runtime_dir {
+        Some(d) => absolute(d)?,
+        None => out_dir.join("run"),
+    };
+    let mut listen = Vec::new();
+    for l in &a.listen {
+        listen.push(parse_listen(l).map_err(anyhow::Error::msg)?);
+    }
+    let sysroot = match cfg.sysroot.root() {
+        Some(r) => crate::source::Sysroot::at(absolute(r)?),
+        None => cfg.sysroot.clone(),
+    };
+    let topts = Options {
+        out_dir: out_dir.clone(),
+        listen,
+        runtime_dir: runtime_dir.clone(),
+        map_path: Box::new(move |p: &str| {
+            // Under --sysroot, paths point into the copy when it has them.
+            if sysroot.root().is_none() || !p.starts_with('/') {
+                return p.to_string();
+            }
+            let inside = sysroot.host_path(p);
+            if inside.exists() || !Path::new(p).exists() {
+                inside.to_string_lossy().into_owned()
+            } else {
+                p.to_string()
+            }
+        }),
+        php_backend: None,
+        fallback_cert: None,
+        trace: std::env::var_os("LIGHTEN_LUA_TRACE").is_some(),
+    };
+    let conv = translate::convert(&model, &cfg, &topts);
+    if a.strict && conv.report.inexact() {
+        eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
+        for e in
+            conv.report.entries.iter().filter(|e| matches!(e.fate.label(), "approximated" | "unsupported"))
+        {
+            eprintln!("  {} {} {}: {}", e.at, e.directive, e.args, e.fate.label());
+        }
+        return Ok(2);
+    }
+    write_all(&out_dir, &conv.files)?;
+    std::fs::create_dir_all(&runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        stdout.write_all(conv.report.to_json().as_bytes())?;
+    } else {
+        let counts: Vec<String> = conv.report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
+        writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
+        writeln!(stdout, "report: {}", out_dir.join("report.md").display())?;
+    }
+    Ok(if conv.report.inexact() { 1 } else { 0 })
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
+}
+
+/// `ADDR:PORT` or `APACHEPORT=ADDR:PORT`.
+pub fn parse_listen(s: &str) -> Result<(Option<u16>, String, u16), String> {
+    let (orig, rest) = match s.split_once('=') {
+        Some((o, r)) => (Some(o.parse::<u16>().map_err(|_| format!("--listen {s}: {o} is not a port"))?), r),
+        None => (None, s),
+    };
+    let (addr, port) = rest.rsplit_once(':').ok_or_else(|| format!("--listen {s}: expected ADDR:PORT"))?;
+    let port = port.parse::<u16>().map_err(|_| format!("--listen {s}: {port} is not a port"))?;
+    Ok((orig, addr.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
+
+/// Writes each file through a temporary file in the same folder and a rename, so a
+/// reader never sees half a file and an interrupted run leaves the old one.
+pub fn write_all(dir: &Path, files: &[(PathBuf, String)]) -> anyhow::Result<()> {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        let parent = path.parent().unwrap_or(dir);
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(parent)
+            .with_context(|| format!("writing in {}", parent.display()))?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        tmp.persist(&path).with_context(|| format!("replacing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,1613 @@
+-- lighten.lua: Apache httpd's request processing, for lighttpd's mod_magnet.
+--
+-- Fixed text shipped by lighten (templates/lua/lighten.lua); the site's configuration is
+-- data (lighten_site.lua, generated).  This is a port of lighten's evaluator (src/eval in
+-- the lighten sources), which the project's tests hold against real Apache; the
+-- converted site is held against Apache the same way.
+--
+-- For one request it follows what Apache 2.4 does:
+--   1. the URL-path is decoded and normalised from the request as sent;
+--   2. translate: server-context RewriteRules, then mod_alias, then the DocumentRoot;
+--   3. the directory walk splits off PATH_INFO; the per-directory configuration is
+--      merged (<Directory>, .htaccess, <DirectoryMatch>, <Files>, <Location>, <If>);
+--   4. access control (Require, Order/Allow/Deny, Satisfy);
+--   5. fixups: per-directory RewriteRules, per-directory Redirect, mod_dir's slash
+--      redirect, then the internal redirect the rules asked for, else DirectoryIndex or
+--      FallbackResource;
+--   6. the handler: a file, PHP (handed back to lighttpd's mod_fastcgi), a listing (handed
+--      to mod_dirlisting), or an error; a local ErrorDocument is one more round.
+-- What the data marks as untranslatable answers 403: the site fails closed.
+
+local re = require "lighten_re"
+local rw = require "lighten_rewrite"
+
+local M = {}
+
+-- mod_magnet gives each run its own environment holding `lighty`; the entry points
+-- receive it and keep it here for the helpers below.
+local lighty
+
+local byte, sub, find, lower, upper, format = string.byte, string.sub, string.find, string.lower, string.upper, string.format
+
+local MAX_REDIRECTS = 10
+
+---------------------------------------------------------------------------------------
+-- small helpers
+
+local function starts(s, p) return sub(s, 1, #p) == p end
+local function ends(s, p) return p == "" or sub(s, -#p) == p end
+
+local function trim_end_slashes(s)
+  local e = #s
+  while e > 0 and byte(s, e) == 47 do e = e - 1 end
+  return sub(s, 1, e)
+end
+
+local function parent(p)
+  local i = #p
+  while i > 0 and byte(p, i) ~= 47 do i = i - 1 end
+  if i == 0 then return "" end
+  return sub(p, 1, i - 1)
+end
+
+local function basename(p)
+  local t = trim_end_slashes(p)
+  local i = #t
+  while i > 0 and byte(t, i) ~= 47 do i = i - 1 end
+  return sub(t, i + 1)
+end
+
+local function count_char(s, c)
+  local n = 0
+  for i = 1, #s do if byte(s, i) == c then n = n + 1 end end
+  return n
+end
+
+local function split_host_port(h)
+  if h == nil then return nil, nil end
+  if sub(h, 1, 1) == "[" then
+    local close = find(h, "]", 1, true)
+    if close then
+      local host = sub(h, 1, close)
+      local rest = sub(h, close + 1)
+      if sub(rest, 1, 1) == ":" then return host, sub(rest, 2) end
+      return host, nil
+    end
+  end
+  local c = find(h, ":", 1, true)
+  if c then return sub(h, 1, c - 1), sub(h, c + 1) end
+  return h, nil
+end
+
+local function hexval(c)
+  if c >= 48 and c <= 57 then return c - 48 end
+  if c >= 65 and c <= 70 then return c - 55 end
+  if c >= 97 and c <= 102 then return c - 87 end
+  return nil
+end
+
+-- ap_escape_uri(): letters, digits and $-_.+!*'(),:@&=/~ stay; the rest is %xx (lower case).
+local SAFE = {}
+for c in ("$-_.+!*'(),:@&=/~"):gmatch(".") do SAFE[byte(c)] = true end
+local function escape_path(p)
+  return (p:gsub("[^%w]", function(ch)
+    local b = byte(ch)
+    if SAFE[b] then return ch end
+    return format("%%%02x", b)
+  end))
+end
+M.escape_path = escape_path
+
+-- A regex test on a compiled program; a program the translator could not compile is
+-- `false` and makes the site fail closed.
+local Untranslatable = {}
+Untranslatable.__index = Untranslatable
+local function refuse(why) error(setmetatable({ why = why }, Untranslatable), 2) end
+local function rx(prog, subject)
+  if prog == false then refuse("a regular expression lighten could not translate") end
+  local caps, err = re.exec(prog, subject, 1)
+  if caps == false then refuse("regex step budget exhausted: " .. tostring(err)) end
+  return caps
+end
+
+---------------------------------------------------------------------------------------
+-- the URL-path: ap_unescape_url(), dot segments, MergeSlashes
+
+local function decode_path(raw)
+  -- Most paths have nothing to decode and nothing to normalise.
+  if not find(raw, "[%%]") and not find(raw, "//", 1, true) and not find(raw, "/%.") and byte(raw, 1) == 47 then
+    return raw
+  end
+  local out = {}
+  local i, n = 1, #raw
+  while i <= n do
+    local c = byte(raw, i)
+    if c == 37 then
+      local h, l = hexval(byte(raw, i + 1) or 0), hexval(byte(raw, i + 2) or 0)
+      if h == nil or l == nil then return nil, 400 end
+      local v = h * 16 + l
+      if v == 47 or v == 0 then return nil, 404 end
+      out[#out + 1] = string.char(v)
+      i = i + 3
+    else
+      out[#out + 1] = string.char(c)
+      i = i + 1
+    end
+  end
+  local s = table.concat(out)
+  if sub(s, 1, 1) ~= "/" then return nil, 400 end
+  local trailing = ends(s, "/") or ends(s, "/.") or ends(s, "/..")
+  local parts = {}
+  for seg in s:gmatch("[^/]+") do
+    if seg == "." then
+    elseif seg == ".." then
+      if #parts == 0 then return nil, 400 end
+      parts[#parts] = nil
+    else
+      parts[#parts + 1] = seg
+    end
+  end
+  local p = "/" .. table.concat(parts, "/")
+  if trailing and p ~= "/" then p = p .. "/" end
+  return p
+end
+M.decode_path = decode_path
+
+-- What is not plain stays encoded for the next round's decode.
+local function reencode(p)
+  return (p:gsub("[%% ?]", { ["%"] = "%25", [" "] = "%20", ["?"] = "%3f" }))
+end
+
+---------------------------------------------------------------------------------------
+-- the filesystem
+
+local function stat(path)
+  local st = lighty.c.stat(path)
+  if not st then return "missing", 0, false end
+  local kind = st.is_file and "file" or (st.is_dir and "dir" or "other")
+  return kind, st.st_size, (st.st_mode & 73) ~= 0
+end
+M.stat = stat
+
+-- Apache's directory walk: the longest prefix that is a directory, then the next
+-- component as the filename, the rest as PATH_INFO.
+local function walk(path)
+  local kind = stat(path)
+  if kind ~= "missing" and not (kind == "file" and ends(path, "/")) then
+    return path, nil, kind
+  end
+  local segs = {}
+  for seg in sub(path, 2):gmatch("([^/]*)/?") do segs[#segs + 1] = seg end
+  -- gmatch above yields a trailing empty capture; rebuild the segments exactly.
+  segs = {}
+  local start = 2
+  while true do
+    local slash = find(path, "/", start, true)
+    if slash then
+      segs[#segs + 1] = sub(path, start, slash - 1)
+      start = slash + 1
+    else
+      segs[#segs + 1] = sub(path, start)
+      break
+    end
+  end
+  local cur = ""
+  for i, seg in ipairs(segs) do
+    cur = cur .. "/" .. seg
+    local k = stat(cur)
+    if not (k == "dir" and i < #segs) then
+      local rest = {}
+      for j = i + 1, #segs do rest[#rest + 1] = "/" .. segs[j] end
+      local info = #rest > 0 and table.concat(rest) or nil
+      return cur, info, k
+    end
+  end
+  return path, nil, kind
+end
+M.walk = walk
+
+---------------------------------------------------------------------------------------
+-- IP addresses (Require ip, Allow from)
+
+local function parse_v4(s)
+  local a, b, c, d = s:match("^(%d+)%.(%d+)%.(%d+)%.(%d+)$")
+  if not a then return nil end
+  a, b, c, d = tonumber(a), tonumber(b), tonumber(c), tonumber(d)
+  if a > 255 or b > 255 or c > 255 or d > 255 then return nil end
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+local function parse_v6(s)
+  s = s:gsub("^%[", ""):gsub("%]$", "")
+  if not find(s, ":", 1, true) then return nil end
+  local head, tail = s, nil
+  local dc = find(s, "::", 1, true)
+  if dc then head, tail = sub(s, 1, dc - 1), sub(s, dc + 2) end
+  local function groups(part)
+    local g = {}
+    if part == "" then return g end
+    for x in (part .. ":"):gmatch("([^:]*):") do
+      if x:find("%.") then
+        local v4 = parse_v4(x)
+        if not v4 then return nil end
+        g[#g + 1] = v4 // 65536
+        g[#g + 1] = v4 % 65536
+      else
+        local v = tonumber(x, 16)
+        if not v or #x > 4 then return nil end
+        g[#g + 1] = v
+      end
+    end
+    return g
+  end
+  local h = groups(head)
+  if not h then return nil end
+  local t = tail and groups(tail) or {}
+  if not t then return nil end
+  local all = {}
+  for _, v in ipairs(h) do all[#all + 1] = v end
+  if tail then for _ = 1, 8 - #h - #t do all[#all + 1] = 0 end end
+  for _, v in ipairs(t) do all[#all + 1] = v end
+  if #all ~= 8 then return nil end
+  return all
+end
+
+local function ip_matches(spec, ip)
+  local net, bits = spec:match("^(.-)/(.*)$")
+  if net then
+    local n4, i4 = parse_v4(net), parse_v4(ip)
+    if n4 and i4 then
+      local prefix = tonumber(bits)
+      if not prefix then
+        local mask = parse_v4(bits)
+        if not mask then return false end
+        prefix = 0
+        for k = 31, 0, -1 do if (mask >> k) & 1 == 1 then prefix = prefix + 1 end end
+      end
+      if prefix > 32 then prefix = 32 end
+      local m = prefix == 0 and 0 or ((0xffffffff << (32 - prefix)) & 0xffffffff)
+      return (n4 & m) == (i4 & m)
+    end
+    local n6, i6 = parse_v6(net), parse_v6(ip)
+    if n6 and i6 then
+      local prefix = tonumber(bits)
+      if not prefix then return false end
+      for g = 1, 8 do
+        local take = math.max(0, math.min(16, prefix - (g - 1) * 16))
+        local m = take == 0 and 0 or ((0xffff << (16 - take)) & 0xffff)
+        if (n6[g] & m) ~= (i6[g] & m) then return false end
+      end
+      return true
+    end
+    return false
+  end
+  local e4, i4 = parse_v4(spec), parse_v4(ip)
+  if e4 then return e4 == i4 end
+  local e6, i6 = parse_v6(spec), parse_v6(ip)
+  if e6 then
+    if not i6 then return false end
+    for g = 1, 8 do if e6[g] ~= i6[g] then return false end end
+    return true
+  end
+  -- a partial IPv4 address: whole octets
+  if i4 then
+    local parts = {}
+    for p in (spec:gsub("%.$", "")):gmatch("[^.]+") do parts[#parts + 1] = p end
+    if #parts >= 4 or #parts == 0 then return false end
+    local octets = { (i4 >> 24) & 255, (i4 >> 16) & 255, (i4 >> 8) & 255, i4 & 255 }
+    for k, p in ipairs(parts) do
+      local v = p:match("^%d+$") and tonumber(p)
+      if not v or v > 255 or v ~= octets[k] then return false end
+    end
+    return true
+  end
+  return false
+end
+M.ip_matches = ip_matches
+
+local function is_loopback(ip)
+  local v4 = parse_v4(ip)
+  if v4 then return (v4 >> 24) == 127 end
+  local v6 = parse_v6(ip)
+  if v6 then
+    for g = 1, 7 do if v6[g] ~= 0 then return false end end
+    return v6[8] == 1
+  end
+  return false
+end
+
+---------------------------------------------------------------------------------------
+-- the request context
+
+local Ctx = {}
+Ctx.__index = Ctx
+
+local function note(cx, text)
+  if cx.trace then cx.trace[#cx.trace + 1] = { depth = 0, text = text } end
+end
+
+function Ctx:header(name)
+  local v = self.headers[name]
+  if v == nil or v == "" then return nil end
+  return v
+end
+
+function Ctx:host_name()
+  local h = self:header("Host")
+  if not h then return "" end
+  local host = split_host_port(h)
+  return lower(host or "")
+end
+
+function Ctx:docroot()
+  local d = self.v.docroot_trimmed
+  if not d then
+    d = trim_end_slashes(self.v.docroot or "/var/www/html")
+    self.v.docroot_trimmed = d
+  end
+  return d
+end
+
+function Ctx:server_name()
+  if self.sn then return self.sn end
+  self.sn = self:server_name_uncached()
+  return self.sn
+end
+
+function Ctx:server_name_uncached()
+  local host = self:host_name()
+  if self.v.canonical or host == "" then return self.v.name or "localhost" end
+  return host
+end
+
+function Ctx:server_port()
+  local _, port = split_host_port(self:header("Host"))
+  local p = port and tonumber(port)
+  if p then return p end
+  return self.https and 443 or 80
+end
+
+function Ctx:self_url_prefix()
+  local scheme = self.https and "https" or "http"
+  local port, default = self:server_port(), (self.https and 443 or 80)
+  if port == default then return scheme .. "://" .. self:server_name() end
+  return scheme .. "://" .. self:server_name() .. ":" .. port
+end
+
+-- %{VAR} for mod_rewrite and ap_expr.
+local HEADER_VARS = {
+  HTTP_HOST = "Host", HTTP_USER_AGENT = "User-Agent", HTTP_REFERER = "Referer", HTTP_COOKIE = "Cookie",
+  HTTP_FORWARDED = "Forwarded", HTTP_PROXY_CONNECTION = "Proxy-Connection", HTTP_ACCEPT = "Accept",
+}
+
+-- A request header a RewriteCond reads: when the request has it, Apache varies on it
+-- (lookup_header(); never on Host).
+function Ctx:read_header(h)
+  local v = self:header(h)
+  if v and self.vary_cond and lower(h) ~= "host" then self.vary_cond[#self.vary_cond + 1] = h end
+  return v or ""
+end
+
+function Ctx:add_vary(names)
+  self.vary = self.vary or {}
+  for _, n in ipairs(names) do
+    local dup = false
+    for _, m in ipairs(self.vary) do if lower(m) == lower(n) then dup = true end end
+    if not dup then self.vary[#self.vary + 1] = n end
+  end
+end
+
+local TIME_FMT = {
+  TIME_YEAR = function(d) return format("%04d", d.year) end,
+  TIME_MON = function(d) return format("%02d", d.month) end,
+  TIME_DAY = function(d) return format("%02d", d.day) end,
+  TIME_HOUR = function(d) return format("%02d", d.hour) end,
+  TIME_MIN = function(d) return format("%02d", d.min) end,
+  TIME_SEC = function(d) return format("%02d", d.sec) end,
+  TIME_WDAY = function(d) return tostring(d.wday - 1) end,
+  TIME = function(d) return format("%04d%02d%02d%02d%02d%02d", d.year, d.month, d.day, d.hour, d.min, d.sec) end,
+}
+
+-- Server variables by name (one table lookup per variable, as mod_rewrite's switch).
+local VARS = {
+  REQUEST_METHOD = function(cx) return cx.method end,
+  REQUEST_SCHEME = function(cx) return cx.https and "https" or "http" end,
+  REQUEST_URI = function(cx) return cx.uri end,
+  REQUEST_FILENAME = function(cx) return cx.filename end,
+  SCRIPT_FILENAME = function(cx) return cx.filename end,
+  QUERY_STRING = function(cx) return cx.args or "" end,
+  THE_REQUEST = function(cx) return cx.orig_method .. " " .. cx.target .. " HTTP/1.1" end,
+  HTTPS = function(cx) return cx.https and "on" or "off" end,
+  SERVER_NAME = function(cx) return cx:server_name() end,
+  SERVER_PORT = function(cx) return tostring(cx:server_port()) end,
+  SERVER_ADDR = function(cx) return cx.server_addr end,
+  SERVER_PROTOCOL = function() return "HTTP/1.1" end,
+  SERVER_SOFTWARE = function() return "Apache" end,
+  DOCUMENT_ROOT = function(cx) return cx:docroot() end,
+  CONTEXT_DOCUMENT_ROOT = function(cx) return cx:docroot() end,
+  CONTEXT_PREFIX = function() return "" end,
+  REMOTE_ADDR = function(cx) return cx.remote end,
+  REMOTE_HOST = function(cx) return cx.remote end,
+  PATH_INFO = function(cx) return cx.path_info or "" end,
+  IS_SUBREQ = function() return "false" end,
+  API_VERSION = function() return "20120211:139" end,
+  REMOTE_USER = function(cx) return cx.user or "" end,
+  REMOTE_IDENT = function() return "" end,
+  AUTH_TYPE = function(cx) return cx.user and "Basic" or "" end,
+}
+for name, f in pairs(TIME_FMT) do VARS[name] = function() return f(os.date("*t", os.time())) end end
+
+function Ctx:var(name)
+  local f = VARS[name]
+  if f then return f(self) end
+  local h = HEADER_VARS[name]
+  if h then return self:read_header(h) end
+  -- HTTP:Name and ENV:NAME
+  if byte(name, 5) == 58 and sub(name, 1, 4) == "HTTP" then return self:read_header(sub(name, 6)) end
+  if byte(name, 4) == 58 and sub(name, 1, 3) == "ENV" then return self.env[sub(name, 5)] or "" end
+  return self.env[name] or ""
+end
+
+-- RewriteMap lookups: txt/rnd maps were read at conversion time; int: maps here.
+function Ctx:map(name, key)
+  local m = self.maps[name]
+  if not m then return nil end
+  if m.kind == "int" then
+    if m.source == "toupper" then return upper(key) end
+    if m.source == "tolower" then return lower(key) end
+    if m.source == "escape" then return escape_path(key) end
+    if m.source == "unescape" then
+      local d = decode_path("/" .. key)
+      return d and sub(d, 2) or key
+    end
+    return nil
+  end
+  if m.kind == "txt" then return m.entries[key] end
+  refuse("RewriteMap " .. name .. " (" .. tostring(m.kind) .. ":)")
+end
+
+function Ctx:test_file(kind, path)
+  local k, size, exec = stat(path)
+  if kind == "file-exists" or kind == "lookup-file" then return k == "file" end
+  if kind == "file-size" then return k == "file" and size > 0 end
+  if kind == "file-dir" then return k == "dir" end
+  if kind == "file-executable" then return k ~= "missing" and exec end
+  if kind == "lookup-url" then return stat(self:docroot() .. path) ~= "missing" end
+  -- -l: lighttpd's stat follows links; the links found at conversion time decide.
+  if kind == "file-link" then return self.site.symlinks[trim_end_slashes(path)] == true end
+  refuse("the file test " .. tostring(kind))
+end
+
+function Ctx:is_self(url)
+  local scheme, rest = url:match("^([%a][%w+.-]*)://(.*)$")
+  if not scheme then return nil end
+  local slash = find(rest, "/", 1, true)
+  local hostport, path = rest, "/"
+  if slash then hostport, path = sub(rest, 1, slash - 1), sub(rest, slash) end
+  local host, port = split_host_port(hostport)
+  local p = tonumber(port or "") or (lower(scheme) == "https" and 443 or 80)
+  if host and lower(host) == lower(self:server_name()) and p == self:server_port() then return path end
+  return nil
+end
+
+function Ctx:self_url() return self:self_url_prefix() end
+
+function Ctx:set_env(name, value) self.env[name] = value end
+
+function Ctx:expr_cond(cond)
+  local v = cond.expr(self)
+  if v == nil then refuse("an ap_expr condition it cannot decide") end
+  return v
+end
+
+---------------------------------------------------------------------------------------
+-- per-directory configuration (dirconf)
+
+local OPT = { indexes = 1, includes = 2, followsymlinks = 4, execcgi = 8, includesnoexec = 16,
+  symlinksifownermatch = 32, multiviews = 64 }
+OPT.all = OPT.indexes | OPT.includes | OPT.followsymlinks | OPT.execcgi
+
+local function new_dirconf()
+  return {
+    rewrite = nil, authz = nil, legacy = nil, auth_type = nil,
+    options = OPT.followsymlinks, index = nil, directory_slash = true, fallback = nil,
+    error_docs = {}, set_handler = nil, add_handlers = {}, force_type = nil,
+    redirects = {}, env = {}, setenv = {}, headers = {}, expires = nil, types = {}, encodings = {}, charsets = {},
+    default_charset = nil, file_etag = nil, ifs = {},
+  }
+end
+
+local function method_in(methods, m)
+  for _, x in ipairs(methods) do
+    if x == m or (x == "GET" and m == "HEAD") then return true end
+  end
+  return false
+end
+
+local function apply(dc, s, dir, t)
+  local st = s.settings
+  local server_level = s.kind == "server" or s.kind == "virtual-host"
+  local rwc = st.rewrite
+  if rwc and not server_level then
+    local inherit, before = false, false
+    for _, o in ipairs(rwc.options or {}) do
+      if o == "inherit" then inherit = true elseif o == "inheritbefore" then before = true end
+    end
+    local prev = dc.rewrite
+    local rules = {}
+    if prev and before then
+      for _, r in ipairs(prev.rules) do rules[#rules + 1] = r end
+      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
+    elseif prev and inherit then
+      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
+      for _, r in ipairs(prev.rules) do rules[#rules + 1] = r end
+    else
+      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
+    end
+    local engine = rwc.engine
+    if engine == nil then engine = prev and prev.engine or false end
+    local base = rwc.base
+    if base == nil and prev then base = prev.base end
+    dc.rewrite = { engine = engine, base = base, directory = dir, rules = rules }
+  end
+  local a = st.access
+  if a then
+    if a.require then dc.authz = a.require end
+    if a.legacy then dc.legacy = a.legacy end
+    if a.auth_type then dc.auth_type = a.auth_type end
+    if a.auth_name then dc.auth_name = a.auth_name end
+    if a.require_ssl then dc.require_ssl = true end
+    if a.refuse then dc.refuse = a.refuse end
+  end
+  for _, line in ipairs(st.options or {}) do
+    local signed = false
+    for _, ch in ipairs(line) do if ch[1] ~= "=" then signed = true end end
+    if not signed then dc.options = 0 end
+    for _, ch in ipairs(line) do
+      local bit = OPT[lower(ch[2])] or 0
+      if ch[1] == "-" then dc.options = dc.options & ~bit else dc.options = dc.options | bit end
+    end
+  end
+  if st.directory_index then dc.index = st.directory_index end
+  if st.directory_slash ~= nil then dc.directory_slash = st.directory_slash end
+  if st.fallback then dc.fallback = st.fallback end
+  for _, e in ipairs(st.error_documents or {}) do dc.error_docs[e.status] = e end
+  local m = st.mime
+  if m then
+    for _, h in ipairs(m.handlers or {}) do
+      if #h.exts == 0 then
+        dc.set_handler = h.handler
+      else
+        for _, e in ipairs(h.exts) do dc.add_handlers[#dc.add_handlers + 1] = { e, h.handler } end
+      end
+    end
+    for _, e in ipairs(m.remove_handlers or {}) do
+      for i = #dc.add_handlers, 1, -1 do
+        if dc.add_handlers[i][1] == e then table.remove(dc.add_handlers, i) end
+      end
+    end
+    if m.force_type then dc.force_type = m.force_type end
+    for _, x in ipairs(m.types or {}) do for _, e in ipairs(x.exts) do dc.types[e] = x.value end end
+    for _, e in ipairs(m.remove_types or {}) do dc.types[e] = false end
+    for _, x in ipairs(m.encodings or {}) do for _, e in ipairs(x.exts) do dc.encodings[e] = x.value end end
+    for _, x in ipairs(m.charsets or {}) do for _, e in ipairs(x.exts) do dc.charsets[e] = x.value end end
+    if m.default_charset then dc.default_charset = m.default_charset end
+    if m.file_etag then dc.file_etag = m.file_etag end
+  end
+  if not server_level then
+    for _, r in ipairs(st.redirects or {}) do dc.redirects[#dc.redirects + 1] = r end
+    for _, r in ipairs(st.env or {}) do dc.env[#dc.env + 1] = r end
+  end
+  for _, h in ipairs(st.headers or {}) do dc.headers[#dc.headers + 1] = h end
+  for _, e in ipairs(st.setenv or {}) do dc.setenv[#dc.setenv + 1] = e end
+  if st.expires then
+    local x = dc.expires or { by_type = {} }
+    local merged = { active = x.active, default = x.default, by_type = {} }
+    for k, v in pairs(x.by_type) do merged.by_type[k] = v end
+    if st.expires.active ~= nil then merged.active = st.expires.active end
+    if st.expires.default then merged.default = st.expires.default end
+    for _, bt in ipairs(st.expires.by_type or {}) do merged.by_type[bt.type] = bt.value end
+    dc.expires = merged
+  end
+  for _, c in ipairs(s.children or {}) do
+    if c.kind == "limit" and method_in(c.methods, t.method) then
+      apply(dc, c, dir, t)
+    elseif c.kind == "limit-except" and not method_in(c.methods, t.method) then
+      apply(dc, c, dir, t)
+    end
+    if c.kind == "if" or c.kind == "else-if" or c.kind == "else" then
+      dc.ifs[#dc.ifs + 1] = { c, dir }
+    end
+  end
+end
+
+local function directory_matches(sec, d)
+  -- sec is a prepared entry: { path = "/var/www", glob = R[n] | nil, depth = n }
+  if sec.glob then
+    local parts = {}
+    for p in (trim_end_slashes(d) .. "/"):gmatch("([^/]*)/") do parts[#parts + 1] = p end
+    if #parts < sec.segments then return false end
+    local prefix = table.concat(parts, "/", 1, sec.segments)
+    return rx(sec.glob, prefix) ~= nil
+  end
+  local s = sec.path
+  if s == "" then return true end
+  local dd = trim_end_slashes(d)
+  return dd == s or starts(dd, s .. "/")
+end
+
+local function files_match(f, base)
+  if f.re ~= nil then return rx(f.re, base) ~= nil end
+  return f.name == base
+end
+
+local function location_match(l, uri)
+  if l.re ~= nil then return rx(l.re, uri) ~= nil end
+  local p = l.path
+  if uri == p then return true end
+  if starts(uri, p) and (ends(p, "/") or byte(uri, #p + 1) == 47) then return true end
+  if ends(p, "/") and uri == trim_end_slashes(p) then return true end
+  return false
+end
+
+local function resolve_ifs(cx, dc, t)
+  local taken = true
+  local i = 1
+  while i <= #dc.ifs do
+    local c, dir = dc.ifs[i][1], dc.ifs[i][2]
+    i = i + 1
+    if c.kind == "if" then taken = false end
+    if not taken then
+      local chosen
+      if c.kind == "else" then
+        chosen = true
+      else
+        chosen = c.expr(cx)
+        if chosen == nil then refuse("an <If> it cannot decide") end
+      end
+      if chosen then
+        taken = true
+        apply(dc, c, dir, t)
+      end
+    end
+  end
+  dc.ifs = {}
+end
+
+-- The per-directory configuration for a walked path.
+-- The merged configuration depends on the directory, the file name, the method and,
+-- when <Location> sections exist, the URL; <If> chains are decided per request on top.
+-- Merges are kept per vhost across requests (the data does not change while lighttpd
+-- runs; a new conversion needs a lighttpd restart).
+local MEMO_LIMIT = 4096
+
+local function has_locations(v, site)
+  if v.has_locations == nil then
+    v.has_locations = false
+    for _, top in ipairs({ site.server, v.scope }) do
+      for _, c in ipairs(top.children or {}) do
+        if c.kind == "location" or c.kind == "location-match" then v.has_locations = true end
+      end
+    end
+  end
+  return v.has_locations
+end
+
+local function copy_dirconf(dc)
+  local c = {}
+  for k, val in pairs(dc) do
+    if type(val) == "table" and k ~= "rewrite" and k ~= "authz" and k ~= "legacy" and k ~= "broken" then
+      local t = {}
+      for kk, vv in pairs(val) do t[kk] = vv end
+      c[k] = t
+    else
+      c[k] = val
+    end
+  end
+  return c
+end
+
+function Ctx:dir_config(filename, is_dir, uri)
+  local v = self.v
+  local key = (is_dir and "d" or "f") .. self.method .. "\0" .. filename
+  if has_locations(v, self.site) then key = key .. "\0" .. uri end
+  local memo = v.memo
+  if not memo then
+    memo = { n = 0 }
+    v.memo = memo
+  end
+  local dc = memo[key]
+  if not dc then
+    dc = self:merge_dir_config(filename, is_dir, uri)
+    if memo.n >= MEMO_LIMIT then
+      memo = { n = 0 }
+      v.memo = memo
+    end
+    memo[key] = dc
+    memo.n = memo.n + 1
+  end
+  if #dc.ifs == 0 then return dc end
+  local own = copy_dirconf(dc)
+  resolve_ifs(self, own, { method = self.method })
+  return own
+end
+
+function Ctx:merge_dir_config(filename, is_dir, uri)
+  local t = { method = self.method }
+  local site, v = self.site, self.v
+  local dc = new_dirconf()
+  apply(dc, site.server, "/", t)
+  apply(dc, v.scope, "/", t)
+  local deepest = is_dir and trim_end_slashes(filename) or parent(filename)
+  -- ancestors, shortest first: "", "/var", "/var/www", ...
+  local levels = { "" }
+  do
+    local start = 2
+    while true do
+      local slash = find(deepest, "/", start, true)
+      if not slash then break end
+      levels[#levels + 1] = sub(deepest, 1, slash - 1)
+      start = slash + 1
+    end
+    if deepest ~= "" then levels[#levels + 1] = deepest end
+  end
+  local nested = {}
+  for _, level in ipairs(levels) do
+    local depth = level == "" and 1 or (count_char(level, 47) + 1)
+    for _, sec in ipairs(v.dir_sections) do
+      if sec.depth == depth and directory_matches(sec, level == "" and "/" or level) then
+        apply(dc, sec.scope, sec.path .. "/", t)
+        nested[#nested + 1] = sec.scope
+      end
+    end
+    local hs = v.htaccess[level]
+    if hs then
+      if hs.broken then dc.broken = hs end
+      if hs.scope then
+        apply(dc, hs.scope, level .. "/", t)
+        nested[#nested + 1] = hs.scope
+      end
+    end
+  end
+  for _, top in ipairs({ site.server, v.scope }) do
+    for _, c in ipairs(top.children or {}) do
+      if c.kind == "directory-match" or (c.kind == "directory" and c.re ~= nil) then
+        if rx(c.re, deepest .. "/") or rx(c.re, deepest) then
+          apply(dc, c, deepest .. "/", t)
+          nested[#nested + 1] = c
+        end
+      end
+    end
+  end
+  local base = basename(filename)
+  local files = {}
+  for _, top in ipairs({ site.server, v.scope }) do
+    for _, c in ipairs(top.children or {}) do
+      if c.kind == "files" or c.kind == "files-match" then files[#files + 1] = c end
+    end
+  end
+  for _, n in ipairs(nested) do
+    for _, c in ipairs(n.children or {}) do
+      if c.kind == "files" or c.kind == "files-match" then files[#files + 1] = c end
+    end
+  end
+  for _, f in ipairs(files) do
+    if files_match(f, base) then apply(dc, f, deepest .. "/", t) end
+  end
+  for _, top in ipairs({ site.server, v.scope }) do
+    for _, l in ipairs(top.children or {}) do
+      if (l.kind == "location" or l.kind == "location-match") and location_match(l, uri) then
+        apply(dc, l, deepest .. "/", t)
+      end
+    end
+  end
+  return dc
+end
+
+---------------------------------------------------------------------------------------
+-- access control
+
+local GRANTED, DENIED, NEEDS_USER = 1, 2, 3
+
+local function authz_eval(a, cx)
+  if a.combine then
+    local results = {}
+    for _, ch in ipairs(a.children) do results[#results + 1] = authz_eval(ch, cx) end
+    local has = function(x) for _, r in ipairs(results) do if r == x then return true end end return false end
+    if a.combine == "any" then
+      if has(GRANTED) then return GRANTED elseif has(NEEDS_USER) then return NEEDS_USER else return DENIED end
+    elseif a.combine == "all" then
+      if has(DENIED) then return DENIED elseif has(NEEDS_USER) then return NEEDS_USER else return GRANTED end
+    else
+      if has(GRANTED) then return DENIED else return GRANTED end
+    end
+  end
+  local d
+  local p = a.provider
+  if p == "all" then
+    d = (a.args[1] and lower(a.args[1]) == "granted") and GRANTED or DENIED
+  elseif p == "ip" then
+    d = DENIED
+    for _, s in ipairs(a.args) do if ip_matches(s, cx.remote) then d = GRANTED end end
+  elseif p == "local" then
+    d = is_loopback(cx.remote) and GRANTED or DENIED
+  elseif p == "env" then
+    d = DENIED
+    for _, v in ipairs(a.args) do if cx.env[v] ~= nil then d = GRANTED end end
+  elseif p == "method" then
+    d = DENIED
+    for _, m in ipairs(a.args) do if upper(m) == cx.method then d = GRANTED end end
+  elseif p == "valid-user" then
+    -- lighttpd's mod_auth checked the password for this URL; the user it found decides.
+    d = cx.user and GRANTED or NEEDS_USER
+  elseif p == "user" then
+    d = NEEDS_USER
+    for _, u in ipairs(a.args) do if cx.user == u then d = GRANTED end end
+  elseif p == "group" or p == "file-owner" or p == "file-group" then
+    d = NEEDS_USER
+  elseif p == "expr" then
+    d = a.expr(cx)
+    if d == nil then refuse("a Require expr it cannot decide") end
+    d = d and GRANTED or DENIED
+  else
+    d = DENIED
+  end
+  if a.negated then
+    if d == GRANTED then return DENIED elseif d == DENIED then return GRANTED end
+  end
+  return d
+end
+
+local function host_matches(h, cx)
+  local l = lower(h)
+  if l == "all" then return true end
+  if starts(l, "env=") then
+    local var = sub(l, 5)
+    if starts(var, "!") then return cx.env[sub(var, 2)] == nil end
+    return cx.env[var] ~= nil
+  end
+  return ip_matches(h, cx.remote)
+end
+
+local function legacy_allows(l, cx)
+  local function matches(rules)
+    for _, r in ipairs(rules or {}) do
+      for _, h in ipairs(r) do if host_matches(h, cx) then return true end end
+    end
+    return false
+  end
+  local allow, deny = matches(l.allow), matches(l.deny)
+  if (l.order or "deny,allow") == "deny,allow" then return (not deny) or allow end
+  return allow and not deny
+end
+
+-- The status access control answers with, or nil; the second value says whether the
+-- user must authenticate (AuthType Basic: the caller checks credentials).
+function Ctx:access(dc)
+  if dc.refuse then refuse(dc.refuse) end
+  -- SSLRequireSSL: mod_ssl's access check comes first.
+  if dc.require_ssl and not self.https then return 403 end
+  local legacy = dc.legacy and legacy_allows(dc.legacy, self)
+  local any = dc.legacy and dc.legacy.satisfy == "any"
+  if legacy == true and any then return nil end
+  if legacy == false and not any then return 403 end
+  local d = GRANTED
+  if dc.authz then
+    local results = {}
+    for _, a in ipairs(dc.authz) do results[#results + 1] = authz_eval(a, self) end
+    d = DENIED
+    for _, r in ipairs(results) do if r == GRANTED then d = GRANTED end end
+    if d ~= GRANTED then
+      for _, r in ipairs(results) do if r == NEEDS_USER then d = NEEDS_USER end end
+    end
+  end
+  if d == GRANTED then return nil end
+  if d == DENIED then return 403 end
+  if dc.auth_type then return 401, true end
+  return 403
+end
+
+---------------------------------------------------------------------------------------
+-- mod_setenvif
+
+local function apply_setenvif(rule, cx, uri)
+  if not rule.re then return end
+  local attr = lower(rule.attribute or "")
+  local value
+  if attr == "request_uri" then value = uri
+  elseif attr == "request_method" then value = cx.method
+  elseif attr == "remote_addr" then value = cx.remote
+  elseif attr == "server_addr" then value = cx.server_addr
+  elseif attr == "request_protocol" then value = "HTTP/1.1"
+  else value = cx:header(rule.attribute) or "" end
+  local caps = rx(rule.re, value)
+  if not caps then return end
+  for _, a in ipairs(rule.assignments) do
+    if starts(a, "!") then
+      cx.env[sub(a, 2)] = nil
+    else
+      local eq = find(a, "=", 1, true)
+      local n, v = a, "1"
+      if eq then n, v = sub(a, 1, eq - 1), sub(a, eq + 1) end
+      v = v:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end)
+      cx.env[n] = v
+    end
+  end
+end
+
+---------------------------------------------------------------------------------------
+-- mod_alias
+
+local function alias_matches(uri, from)
+  local i, j = 1, 1
+  local nu, na = #uri, #from
+  while j <= na do
+    if byte(from, j) == 47 then
+      if i > nu or byte(uri, i) ~= 47 then return nil end
+      while j <= na and byte(from, j) == 47 do j = j + 1 end
+      while i <= nu and byte(uri, i) == 47 do i = i + 1 end
+    else
+      if i > nu or byte(uri, i) ~= byte(from, j) then return nil end
+      i, j = i + 1, j + 1
+    end
+  end
+  if byte(from, na) ~= 47 and i <= nu and byte(uri, i) ~= 47 then return nil end
+  return i - 1
+end
+
+local function subst_dollars(to, caps)
+  return (to:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
+end
+
+function Ctx:try_redirect(r)
+  local uri = self.uri
+  local target
+  if r.regex then
+    local caps = rx(r.re, uri)
+    if not caps then return nil end
+    target = subst_dollars(r.to or "", caps)
+  else
+    local n = alias_matches(uri, r.from or "/")
+    if not n then return nil end
+    target = r.to and (r.to .. escape_path(sub(uri, n + 1))) or ""
+  end
+  if r.status < 300 or r.status >= 400 then return r.status, "" end
+  local loc = starts(target, "/") and (self:self_url_prefix() .. target) or target
+  if self.args and not find(loc, "?", 1, true) then loc = loc .. "?" .. self.args end
+  return r.status, loc
+end
+
+local function try_alias(a, uri)
+  if a.regex then
+    local caps = rx(a.re, uri)
+    if not caps then return nil end
+    return subst_dollars(a.to, caps)
+  end
+  local n = alias_matches(uri, a.from)
+  if not n then return nil end
+  return a.to .. sub(uri, n + 1)
+end
+
+---------------------------------------------------------------------------------------
+-- outcomes
+
+local function done(status, served) return { status = status, served = served or { type = "error" } } end
+local function redirect(status, loc) return { status = status, location = loc, served = { type = "redirect" } } end
+
+local function with_query(loc, args, raw)
+  if args and args ~= "" then
+    if raw then return loc .. "?" .. args end
+    return loc .. "?" .. escape_path(args)
+  end
+  return loc
+end
+
+local function escape_location(url, noescape)
+  if noescape then return url end
+  local i = find(url, "://", 1, true)
+  if i then
+    local rest = sub(url, i + 3)
+    local j = find(rest, "/", 1, true)
+    local host, path = rest, ""
+    if j then host, path = sub(rest, 1, j - 1), sub(rest, j) end
+    return sub(url, 1, i + 2) .. host .. escape_path(path)
+  end
+  return escape_path(url)
+end
+
+local function replace_base_in_url(url, directory, base)
+  local i = find(url, "://", 1, true)
+  if not i then return url end
+  local rest = sub(url, i + 3)
+  local j = find(rest, "/", 1, true)
+  if not j then return url end
+  local path = sub(rest, j)
+  if starts(path, directory) then
+    return sub(url, 1, i + 2) .. sub(rest, 1, j - 1) .. trim_end_slashes(base) .. "/" .. sub(path, #directory + 1)
+  end
+  return url
+end
+
+function Ctx:unsafe_query(target, args, action)
+  local bad = args and find(args, "[%c ]") ~= nil
+  local escaped_redirect = not starts(target, "proxy:") and rw.is_absolute_uri(target) and action ~= "changed-no-escape"
+  if bad and not escaped_redirect then return done(403) end
+  return nil
+end
+
+function Ctx:handler_for(dc, fname)
+  if dc.set_handler then return dc.set_handler end
+  local base = basename(fname)
+  local found
+  local first = true
+  for ext in (base .. "."):gmatch("([^.]*)%.") do
+    if first then
+      first = false
+    else
+      local e = lower(ext)
+      for i = #dc.add_handlers, 1, -1 do
+        if dc.add_handlers[i][1] == e then found = dc.add_handlers[i][2]; break end
+      end
+    end
+  end
+  return found
+end
+
+-- The handler's answer for a mapped file.
+function Ctx:handle(dc, fname, path_info, kind)
+  local h = self:handler_for(dc, fname)
+  if h and h.backend then
+    if kind ~= "file" then return done(404) end
+    -- mod_env's fixup: what the script receives.
+    for _, e in ipairs(dc.setenv) do self.env[e[1]] = e[2] end
+    return done(200, { type = "php", script = fname, path_info = path_info, dc = dc })
+  end
+  if h and h.other then refuse("the handler " .. tostring(h.other)) end
+  if kind == "file" then
+    if path_info then return done(404) end
+    return done(200, { type = "file", path = fname, dc = dc, forced_type = self.forced_type })
+  elseif kind == "dir" then
+    if not self.site.modules.autoindex then return done(404) end
+    if dc.options & OPT.indexes ~= 0 then return done(200, { type = "listing", dir = fname, dc = dc }) end
+    return done(403)
+  end
+  return done(404)
+end
+
+function Ctx:server_rules()
+  return self.v.server_rules
+end
+
+-- After [END] the rewritten URL is served without another rewrite round.
+function Ctx:serve_after_end(url, args)
+  self.uri, self.args = url, args
+  local fname, path_info, kind = walk(self:docroot() .. url)
+  self.filename, self.path_info = fname, path_info
+  local dc = self:dir_config(fname, kind == "dir", url)
+  return self:handle(dc, fname, path_info, kind)
+end
+
+-- One pass of request processing.
+function Ctx:round(uri, args)
+  self.uri, self.args, self.path_info, self.filename = uri, args, nil, uri
+  self.error_docs = self.v.error_docs
+  local oargs = args
+  local filename
+  local rules = self:server_rules()
+  if rules and #rules > 0 then
+    local st = { filename = uri, args = self.args, status = 200 }
+    local action, flags = rw.apply_list(rules, nil, st, self, self.trace)
+    if action == "status" then return done(st.status) end
+    if action == "changed" or action == "changed-no-escape" then
+      self.args = st.args
+      local f = st.filename
+      local bad = self:unsafe_query(f, st.args, action)
+      if bad then return bad end
+      if starts(f, "proxy:") then refuse("a [P] rule (proxy)") end
+      if rw.is_absolute_uri(f) then
+        local raw = action == "changed-no-escape" or (oargs ~= nil and self.args == oargs)
+        local loc = with_query(escape_location(f, action == "changed-no-escape"), self.args, raw)
+        local code = flags.redirect
+        if not code or code < 300 or code >= 400 then code = 302 end
+        return redirect(code, loc)
+      end
+      if flags.passthrough then
+        self.uri = f
+      else
+        if not starts(f, "/") then return done(400) end
+        local root = self:docroot()
+        local first = f:match("^/([^/]*)") or ""
+        local statpath = "/" .. first
+        local under_root = starts(f, root) and byte(f, #root + 1) == 47
+        local is_fs = under_root or (first ~= "" and stat(statpath) ~= "missing"
+          and (st.unsafe_prefix_stat or starts(st.literal_prefix or "", statpath)))
+        filename = is_fs and f or (root .. f)
+        if st.forced_type then self.forced_type = st.forced_type end
+      end
+    end
+  end
+  if not filename then
+    local scopes = { self.v.scope, self.site.server }
+    for _, s in ipairs(scopes) do
+      for _, r in ipairs(s.settings.redirects or {}) do
+        local status, loc = self:try_redirect(r)
+        if status then
+          if status >= 300 and status < 400 then return redirect(status, loc) end
+          return done(status)
+        end
+      end
+    end
+    for _, s in ipairs(scopes) do
+      for _, a in ipairs(s.settings.aliases or {}) do
+        local f = try_alias(a, self.uri)
+        if f then filename = f; goto translated end
+      end
+    end
+    ::translated::
+  end
+  filename = filename or (self:docroot() .. self.uri)
+
+  -- TRACE is answered by the core before the directory walk; lighttpd does not answer
+  -- it, so the translation refuses it.
+  if self.method == "TRACE" then
+    return done(self.v.trace_enable and 405 or 405)
+  end
+
+  local fname, path_info, kind = walk(filename)
+  self.filename, self.path_info = fname, path_info
+  local dc = self:dir_config(fname, kind == "dir", self.uri)
+  local eds = {}
+  for k, e in pairs(self.v.error_docs) do eds[k] = e end
+  for k, e in pairs(dc.error_docs) do eds[k] = e end
+  self.error_docs = eds
+  if dc.broken then return done(500) end
+  for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
+
+  local denied, wants_user = self:access(dc)
+  if denied then
+    if wants_user then
+      return done(401, { type = "error", realm = dc.auth_name })
+    end
+    return done(denied)
+  end
+
+  local pending
+  local rwd = dc.rewrite
+  if rwd and rwd.engine and #rwd.rules > 0 then
+    if dc.options & (OPT.followsymlinks | OPT.symlinksifownermatch) == 0 then return done(403) end
+    local st = { filename = fname, path_info = path_info, args = self.args, status = 200 }
+    local ofilename = st.filename
+    local action, flags = rw.apply_list(rwd.rules, rwd.directory, st, self, self.trace)
+    if st.forced_type then self.forced_type = st.forced_type end
+    if action == "status" then return done(st.status) end
+    if action == "changed" or action == "changed-no-escape" then
+      local f = st.filename
+      local bad = self:unsafe_query(f, st.args, action)
+      if bad then return bad end
+      if starts(f, "proxy:") then refuse("a [P] rule (proxy)") end
+      if rw.is_absolute_uri(f) then
+        if rwd.base then f = replace_base_in_url(f, rwd.directory, rwd.base) end
+        local raw = action == "changed-no-escape" or (self.args ~= nil and st.args == self.args)
+        local loc = with_query(escape_location(f, action == "changed-no-escape"), st.args, raw)
+        local code = flags.redirect
+        if not code or code < 300 or code >= 400 then code = 302 end
+        return redirect(code, loc)
+      end
+      if not starts(f, "/") then return done(400) end
+      if f == ofilename then
+        self.args = st.args
+      else
+        local url
+        if rwd.base and starts(f, rwd.directory) then
+          url = trim_end_slashes(rwd.base) .. "/" .. sub(f, #rwd.directory + 1)
+        elseif rwd.base then
+          url = f
+        else
+          local root = self:docroot()
+          if starts(f, root) and (#f == #root or byte(f, #root + 1) == 47) then
+            url = sub(f, #root + 1)
+          else
+            url = f
+          end
+        end
+        if flags["end"] then return self:serve_after_end(url, st.args) end
+        local target = st.args and (url .. "?" .. st.args) or url
+        local q = find(target, "?", 1, true)
+        if q then
+          pending = { reencode(sub(target, 1, q - 1)), sub(target, q + 1) }
+        else
+          pending = { reencode(target), nil }
+        end
+      end
+    end
+  end
+
+  for _, r in ipairs(dc.redirects) do
+    local status, loc = self:try_redirect(r)
+    if status then
+      if status >= 300 and status < 400 then return redirect(status, loc) end
+      return done(status)
+    end
+  end
+
+  if kind == "dir" and not path_info and not ends(self.uri, "/") and dc.directory_slash then
+    return redirect(301, with_query(self:self_url_prefix() .. escape_path(self.uri) .. "/", self.args, true))
+  end
+  if pending then return { internal = pending[1], args = pending[2] } end
+  if kind == "dir" then
+    local names = dc.index or { "index.html" }
+    local disabled = false
+    for _, n in ipairs(names) do if lower(n) == "disabled" then disabled = true end end
+    if not disabled then
+      for _, name in ipairs(names) do
+        local cand_uri, cand_file
+        if starts(name, "/") then
+          cand_uri, cand_file = name, self:docroot() .. name
+        else
+          cand_uri, cand_file = self.uri .. name, trim_end_slashes(fname) .. "/" .. name
+        end
+        if stat(cand_file) == "file" then
+          local idc = self:dir_config(cand_file, false, cand_uri)
+          if not self:access(idc) then
+            self.uri, self.filename = cand_uri, cand_file
+            return self:handle(idc, cand_file, nil, "file")
+          end
+        end
+      end
+    end
+  elseif kind == "missing" and dc.fallback and lower(dc.fallback) ~= "disabled" then
+    return { internal = dc.fallback, args = self.args }
+  end
+  return self:handle(dc, fname, path_info, kind)
+end
+
+-- The whole request: rounds until an answer.
+function Ctx:run()
+  local raw = self.target
+  local qpos = find(raw, "?", 1, true)
+  local rawpath, query = raw, nil
+  if qpos then rawpath, query = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
+  local uri, err = decode_path(rawpath)
+  if not uri then return done(err) end
+  for _, s in ipairs({ self.site.server, self.v.scope }) do
+    for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, uri) end
+  end
+  local args = query
+  local error_round
+  while true do
+    self.rounds = self.rounds + 1
+    if self.rounds > MAX_REDIRECTS + 1 then return done(500) end
+    local o = self:round(uri, args)
+    if o.internal then
+      local env = {}
+      for k, v in pairs(self.env) do env["REDIRECT_" .. k] = v end
+      env.REDIRECT_URL = uri
+      env.REDIRECT_STATUS = "200"
+      if args then env.REDIRECT_QUERY_STRING = args end
+      self.env = env
+      local d, e = decode_path(o.internal)
+      if not d then return done(e) end
+      uri, args = d, o.args
+    else
+      if error_round then
+        o.error_round = true
+        if o.status >= 400 then
+          o.served = { type = "error" }
+          o.status = error_round
+        elseif o.status == 200 then
+          o.status = error_round
+        end
+        return o
+      end
+      if o.served.type == "error" and o.status >= 400 then
+        local ed = self.error_docs[o.status]
+        if ed and ed.kind == "remote" then
+          return redirect(302, ed.value)
+        elseif ed and ed.kind == "text" then
+          o.text = ed.value
+          return o
+        elseif ed and ed.kind == "local" then
+          local env = {}
+          for k, v in pairs(self.env) do env["REDIRECT_" .. k] = v end
+          env.REDIRECT_URL = uri
+          env.REDIRECT_STATUS = tostring(o.status)
+          if args then env.REDIRECT_QUERY_STRING = args end
+          self.env = env
+          if self.method ~= "GET" and self.method ~= "HEAD" then self.method = "GET" end
+          local doc = ed.value
+          local q = find(doc, "?", 1, true)
+          local u, a = doc, nil
+          if q then u, a = sub(doc, 1, q - 1), sub(doc, q + 1) end
+          local d = decode_path(u)
+          if not d then return done(o.status) end
+          uri, args = d, a
+          error_round = o.status
+          goto continue
+        end
+      end
+      return o
+    end
+    ::continue::
+  end
+end
+
+---------------------------------------------------------------------------------------
+-- answering in lighttpd
+
+-- The Content-Type Apache's mod_mime gives a file: ForceType, else the type of the last
+-- extension that has one (per-directory AddType over TypesConfig), with a charset from
+-- AddCharset or AddDefaultCharset for text/plain and text/html.
+local function content_type(site, dc, path, forced)
+  local t = forced or dc.force_type
+  local enc
+  local charset
+  local base = basename(path)
+  local first = true
+  for ext in (base .. "."):gmatch("([^.]*)%.") do
+    if first then
+      first = false
+    else
+      local e = lower(ext)
+      if not (forced or dc.force_type) then
+        local v = dc.types[e]
+        if v == nil then v = site.mime[e] end
+        if v then t = v end
+      end
+      if dc.encodings[e] then enc = dc.encodings[e] end
+      if dc.charsets[e] then charset = dc.charsets[e] end
+    end
+  end
+  if t and not find(t, "charset=", 1, true) then
+    if charset then
+      t = t .. "; charset=" .. charset
+    elseif dc.default_charset and lower(dc.default_charset) ~= "off"
+      and (starts(t, "text/plain") or starts(t, "text/html")) then
+      local cs = dc.default_charset
+      if lower(cs) == "on" then cs = "iso-8859-1" end
+      t = t .. "; charset=" .. cs
+    end
+  end
+  return t, enc
+end
+M.content_type = content_type
+
+-- mod_headers and mod_expires for a response, from the final directory configuration.
+local function apply_headers(cx, dc, status, ctype)
+  local rh = lighty.r.resp_header
+  if dc.expires and dc.expires.active then
+    local rule = (ctype and dc.expires.by_type[(ctype:match("^[^;]+") or ctype)]) or dc.expires.default
+    if rule and status >= 200 and status < 300 then
+      local base = rule.base == "modification" and (cx.mtime or os.time()) or os.time()
+      local at = base + rule.seconds
+      local max = at - os.time()
+      if max < 0 then max = 0 end
+      rh["Cache-Control"] = "max-age=" .. max
+      rh["Expires"] = os.date("!%a, %d %b %Y %H:%M:%S GMT", at)
+    end
+  end
+  for _, h in ipairs(dc.headers) do
+    local ok = (status < 300 or h.always or cx.error_document) and (h.condition == nil or h.condition(cx))
+    if ok then
+      local cur = rh[h.name]
+      if h.action == "set" then
+        rh[h.name] = h.value
+      elseif h.action == "unset" then
+        rh[h.name] = ""
+      elseif h.action == "append" or h.action == "merge" then
+        if cur and cur ~= "" then
+          local present = false
+          if h.action == "merge" then
+            for tok in (cur .. ","):gmatch("%s*([^,]-)%s*,") do if tok == h.value then present = true end end
+          end
+          if not present then rh[h.name] = cur .. ", " .. h.value end
+        else
+          rh[h.name] = h.value
+        end
+      elseif h.action == "add" then
+        rh[h.name] = (cur and cur ~= "") and (cur .. ", " .. h.value) or h.value
+      elseif h.action == "setifempty" then
+        if not cur or cur == "" then rh[h.name] = h.value end
+      elseif h.action == "edit" or h.action == "edit*" then
+        if cur and h.re then refuse("Header edit") end
+      end
+    end
+  end
+end
+
+-- Entry for magnet.attract-physical-path-to: `site` is the data, `n` the vhost.
+function M.physical(l, site, n)
+  lighty = l
+  local r = lighty.r
+  local attr = r.req_attr
+  local cx = setmetatable({
+    site = site, v = site.vhosts[n], maps = site.vhosts[n].maps or {},
+    https = attr["uri.scheme"] == "https",
+    method = attr["request.method"], orig_method = attr["request.method"],
+    target = attr["request.orig-uri"] or attr["request.uri"],
+    headers = r.req_header, remote = attr["request.remote-addr"] or "",
+    server_addr = attr["request.server-addr"] or "127.0.0.1",
+    env = {}, rounds = 0, trace = nil, user = r.req_env["REMOTE_USER"],
+  }, Ctx)
+  if site.trace then cx.trace = {} end
+  local ok, o = xpcall(cx.run, function(e)
+    if getmetatable(e) == Untranslatable then return e end
+    return debug.traceback(tostring(e), 2)
+  end, cx)
+  if cx.trace then
+    for _, step in ipairs(cx.trace) do
+      print("lighten trace " .. tostring(cx.target) .. ": " .. string.rep("  ", step.depth or 0) .. tostring(step.text))
+    end
+  end
+  if not ok then
+    if getmetatable(o) == Untranslatable then
+      print("lighten: " .. tostring(cx.target) .. " refused (fails closed): " .. o.why)
+      return 403
+    end
+    error(o, 0)
+  end
+  if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end
+  -- hand the environment to the backend (E=, SetEnvIf, REDIRECT_*)
+  for k, v in pairs(cx.env) do r.req_env[k] = v end
+  if o.error_round then r.req_env["LIGHTEN_ERRDOC"] = "1" end
+  local s = o.served
+  if o.location then
+    r.resp_header["Location"] = o.location
+    return o.status
+  end
+  if s.type == "file" then
+    local ctype, enc = content_type(site, s.dc, s.path, s.forced_type)
+    local st = lighty.c.stat(s.path)
+    if not st then return 404 end
+    attr["physical.path"] = s.path
+    attr["uri.path"] = cx.uri
+    if ctype then r.resp_header["Content-Type"] = ctype end
+    if enc then r.resp_header["Content-Encoding"] = enc end
+    local sent = st["http-response-send-file"]
+    if s.dc.file_etag == "none" then r.resp_header["ETag"] = "" end
+    if o.status ~= 200 then return o.status end
+    return sent
+  elseif s.type == "php" then
+    local docroot = cx:docroot()
+    -- Apache's SCRIPT_NAME is the URL-path without its PATH_INFO.
+    local script_name = cx.uri
+    if s.path_info and #s.path_info < #script_name and ends(script_name, s.path_info) then
+      script_name = sub(script_name, 1, #script_name - #s.path_info)
+    end
+    attr["physical.doc-root"] = docroot
+    attr["uri.path"] = script_name
+    attr["physical.rel-path"] = sub(s.script, #docroot + 1)
+    attr["physical.path"] = s.script
+    attr["uri.query"] = cx.args
+    -- lighttpd does not split what it was handed; the backend gets Apache's PATH_INFO.
+    if s.path_info then
+      r.req_env["PATH_INFO"] = s.path_info
+      -- php-fpm moves PATH_INFO to ORIG_PATH_INFO when REDIRECT_URL is present, unless
+      -- the script came from Apache's mod_proxy_fcgi: so it is not passed here.
+      r.req_env["REDIRECT_URL"] = nil
+    end
+    return 0
+  elseif s.type == "listing" then
+    attr["physical.path"] = s.dir
+    return 0
+  end
+  if o.text then
+    r.resp_header["Content-Type"] = "text/html; charset=iso-8859-1"
+    r.resp_body.set({ o.text })
+  end
+  if o.status == 401 then
+    r.resp_header["WWW-Authenticate"] = 'Basic realm="' .. (s.realm or "") .. '"'
+  end
+  if cx.filename then attr["physical.path"] = cx.filename end
+  return o.status
+end
+
+-- Entry for magnet.attract-response-start-to: the status of an ErrorDocument that PHP
+-- answered (Apache keeps the error's status), then mod_headers and mod_expires from the
+-- configuration of the file that answered.
+function M.response(l, site, n)
+  lighty = l
+  local r = lighty.r
+  local attr = r.req_attr
+  local status = r.req_item.http_status
+  local new_status
+  local rs = r.req_env["REDIRECT_STATUS"]
+  if rs and rs ~= "200" and status == 200 and r.req_env["LIGHTEN_ERRDOC"] then new_status = tonumber(rs) end
+  local v = site.vhosts[n]
+  if not v then return 0 end
+  local cx = setmetatable({
+    site = site, v = v, maps = v.maps or {}, https = attr["uri.scheme"] == "https",
+    method = attr["request.method"], orig_method = attr["request.method"],
+    target = attr["request.orig-uri"] or attr["request.uri"], headers = r.req_header,
+    remote = attr["request.remote-addr"] or "", server_addr = attr["request.server-addr"] or "127.0.0.1",
+    env = {}, rounds = 0,
+  }, Ctx)
+  for k, val in pairs(r.req_env) do cx.env[k] = val end
+  -- An ErrorDocument that answered keeps its headers (mod_headers ran for it).
+  cx.error_document = r.req_env["LIGHTEN_ERRDOC"] ~= nil
+  local path = attr["physical.path"]
+  if not path then return new_status or 0 end
+  cx.uri = (attr["uri.path"] or "/") .. (r.req_env["PATH_INFO"] or "")
+  cx.args = attr["uri.query"]
+  cx.filename = path
+  local ok, err = pcall(function()
+    local fname, _, kind = walk(path)
+    path = fname
+    cx.filename = fname
+    local dc = cx:dir_config(fname, kind == "dir", attr["uri.path"] or "/")
+    if kind == "file" then
+      local st = lighty.c.stat(path)
+      cx.mtime = st and st.st_mtime
+    end
+    local ctype = r.resp_header["Content-Type"]
+    apply_headers(cx, dc, new_status or status, ctype)
+    -- mod_deflate notes that it looked at Accept-Encoding for the types it compresses,
+    -- whether or not it compresses this response.
+    local base_type = ctype and lower(ctype:match("^[^;%s]+") or "")
+    local ce = r.resp_header["Content-Encoding"]
+    -- (a whole body under 69 bytes is left alone, as Apache 2.4.71 does: measured)
+    local len = tonumber(r.resp_header["Content-Length"] or "")
+    if base_type and site.deflate[base_type] and not cx.env["no-gzip"] and not (len and len < 69)
+      and (ce == nil or ce == "" or ce == "identity" or r.resp_header["Vary"]) then
+      local v = r.resp_header["Vary"]
+      r.resp_header["Vary"] = (v and v ~= "") and (v .. ",Accept-Encoding") or "Accept-Encoding"
+    end
+    -- Apache's fixup_vary(): one Vary, tokens once each (case-insensitively), first
+    -- spelling kept.
+    local vary = r.resp_header["Vary"]
+    if vary and vary ~= "" then
+      local seen, out = {}, {}
+      for tok in vary:gmatch("[^,%s]+") do
+        if not seen[lower(tok)] then
+          seen[lower(tok)] = true
+          out[#out + 1] = tok
+        end
+      end
+      r.resp_header["Vary"] = table.concat(out, ",")
+    end
+  end)
+  if not ok and getmetatable(err) ~= Untranslatable then error(err, 0) end
+  return new_status or 0
+end
+
+---------------------------------------------------------------------------------------
+-- helpers for the generated ap_expr functions (lighten_site.lua)
+
+local X = {}
+M.X = X
+
+-- strtoll() as Apache's ap_expr reads an integer: leading blanks, a sign, digits.
+function X.atoi(s)
+  local n = s:match("^%s*([+-]?%d+)")
+  return n and math.tointeger(tonumber(n)) or 0
+end
+
+function X.is_in(w, list)
+  for _, x in ipairs(list) do if x == w then return true end end
+  return false
+end
+
+-- `=~`: a regex with groups sets $0..$9 for what follows (emptied when it fails).
+function X.match(st, prog, subject, groups)
+  local caps = rx(prog, subject)
+  if groups then st.caps = caps or {} end
+  return caps ~= nil
+end
+
+function X.truthy(s)
+  local l = lower(s)
+  return not (l == "" or l == "0" or l == "off" or l == "false" or l == "no")
+end
+
+function X.file_test(op, path)
+  local k, size, exec = stat(path)
+  if op == "d" then return k == "dir" end
+  if op == "e" then return k ~= "missing" end
+  if op == "f" then return k == "file" end
+  if op == "s" then return k == "file" and size > 0 end
+  if op == "x" then return k ~= "missing" and exec end
+  refuse("the file test -" .. op)
+end
+
+X.escape = escape_path
+
+return M

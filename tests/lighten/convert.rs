@@ -1,0 +1,122 @@
+//! `lighten convert` on every fixture: lighttpd accepts the configuration (`-tt`), Lua
+//! compiles every script (`luac5.4 -p`, one file at a time), converting twice gives the
+//! same bytes, and the output matches reviewed snapshots.
+
+use crate::helpers::{fixtures, lighten};
+use lighten::run::lighttpd;
+use std::path::Path;
+
+fn have(cmd: &str, arg: &str) -> bool {
+    std::process::Command::new(cmd).arg(arg).output().is_ok()
+}
+
+/// Converts `f` into `out`; returns the exit status.
+fn convert(f: &crate::helpers::Fixture, out: &Path) -> i32 {
+    let mut args = f.inspect_args();
+    args[0] = "convert".into();
+    args.extend([
+        "--out".into(),
+        out.to_string_lossy().into_owned(),
+        "--listen".into(),
+        "127.0.0.1:8080".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = lighten(&args);
+    assert!(r.code == 0 || r.code == 1, "{}: exit {}: {}", f.name, r.code, r.stderr);
+    r.code
+}
+
+/// A file of the output with the machine-specific folders named.
+fn read_normalized(out: &Path, rel: &str) -> String {
+    let text = std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let repo = std::env::current_dir().unwrap().to_string_lossy().into_owned();
+    text.replace(&out.to_string_lossy().into_owned(), "$OUT").replace(&repo, "$REPO")
+}
+
+#[test]
+fn every_fixture_converts_to_a_setup_lighttpd_and_lua_accept() {
+    let checks = have("lighttpd", "-v") && have("luac5.4", "-v");
+    if !checks {
+        assert!(std::env::var_os("CI").is_none(), "lighttpd and luac5.4 must be installed");
+        eprintln!("lighttpd or luac5.4 missing: checking determinism and snapshots only");
+    }
+    for f in fixtures("fixtures") {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let code = convert(&f, a.path());
+        convert(&f, b.path());
+        let files = crate::helpers::files_under(a.path());
+        assert!(files.iter().any(|p| p.ends_with("lighttpd.conf")), "{}: no lighttpd.conf", f.name);
+        for p in &files {
+            let rel = p.strip_prefix(a.path()).unwrap().to_string_lossy().into_owned();
+            if rel.starts_with("run/") {
+                continue;
+            }
+            assert_eq!(
+                read_normalized(a.path(), &rel),
+                read_normalized(b.path(), &rel),
+                "{}: {rel} differs between two conversions",
+                f.name
+            );
+            if checks && rel.ends_with(".lua") {
+                lighttpd::check_lua(p).unwrap_or_else(|e| panic!("{}: {rel}: {e}", f.name));
+            }
+        }
+        if checks {
+            lighttpd::check_config(&a.path().join("lighttpd.conf"))
+                .unwrap_or_else(|e| panic!("{}: lighttpd -tt: {e}", f.name));
+        }
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(a.path().join("report.json")).unwrap()).unwrap();
+        let inexact = report["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e["fate"].as_str(), Some("approximated" | "unsupported")));
+        assert_eq!(code, if inexact { 1 } else { 0 }, "{}: the exit status follows the report", f.name);
+        insta::with_settings!({ description => f.manifest.description.clone(), omit_expression => true }, {
+            insta::assert_snapshot!(format!("convert-{}-lighttpd.conf", f.name), read_normalized(a.path(), "lighttpd.conf"));
+            insta::assert_snapshot!(format!("convert-{}-report.md", f.name), read_normalized(a.path(), "report.md"));
+        });
+        if f.name == "wp-super-cache" {
+            insta::assert_snapshot!(
+                "convert-wp-super-cache-site.lua",
+                read_normalized(a.path(), "lua/lighten_site.lua")
+            );
+            insta::assert_snapshot!(
+                "convert-wp-super-cache-vhost1.lua",
+                read_normalized(a.path(), "lua/vhost1.lua")
+            );
+        }
+    }
+}
+
+#[test]
+fn strict_writes_nothing_when_anything_is_inexact() {
+    let f = fixtures("fixtures").into_iter().find(|f| f.name == "magento2").expect("fixture");
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("site");
+    let mut args = f.inspect_args();
+    args[0] = "convert".into();
+    args.extend(["--strict".into(), "--out".into(), target.to_string_lossy().into_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = lighten(&args);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--strict"), "{}", r.stderr);
+    assert!(!target.exists(), "--strict wrote files");
+}
+
+#[test]
+fn converting_keeps_other_files_and_replaces_its_own() {
+    let f = fixtures("fixtures").into_iter().find(|f| f.name == "wordpress").expect("fixture");
+    let out = tempfile::tempdir().unwrap();
+    std::fs::write(out.path().join("notes.txt"), "mine").unwrap();
+    std::fs::write(out.path().join("lighttpd.conf"), "old").unwrap();
+    convert(&f, out.path());
+    assert_eq!(std::fs::read_to_string(out.path().join("notes.txt")).unwrap(), "mine");
+    assert!(
+        std::fs::read_to_string(out.path().join("lighttpd.conf"))
+            .unwrap()
+            .starts_with("# Generated by lighten")
+    );
+}
