@@ -84,6 +84,7 @@
 
 mod ast;
 mod byteset;
+pub mod fast;
 mod parser;
 mod program;
 

@@ -21,9 +21,17 @@ impl Site<'_> {
         if let Some(i) = self.re_index.get(&key) {
             return Ok(format!("R[{i}]"));
         }
-        match crate::luare::compile_with(pattern, &crate::luare::Options::apache(caseless)) {
+        let opts = crate::luare::Options::apache(caseless);
+        match crate::luare::compile_with(pattern, &opts) {
             Ok(c) => {
-                self.regexes.push((pattern.to_string(), caseless, c.program));
+                // A literal or "everything" skips the regex machine (same match, same groups).
+                let program = match crate::luare::fast::fast(pattern, &opts) {
+                    Some(f) if c.program.starts_with('{') => {
+                        format!("{{fast={},{}", f.lua(caseless), &c.program[1..])
+                    }
+                    _ => c.program,
+                };
+                self.regexes.push((pattern.to_string(), caseless, program));
                 let i = self.regexes.len();
                 self.re_index.insert(key, i);
                 Ok(format!("R[{i}]"))

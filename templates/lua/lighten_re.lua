@@ -144,7 +144,43 @@ end
 -- Scratch state, reused across calls (exec never re-enters itself).
 local regs, bt, tr = {}, {}, {}
 
+-- Fast paths lighten found at conversion (src/luare/fast.rs): a literal or "everything"
+-- gives the same match and groups without the machine.
+local lower = string.lower
+local function fast_exec(f, s)
+  local k = f[1]
+  if k == 1 then
+    local c = { [0] = s, s = 1, e = #s }
+    for g = 1, f.ng do c[g] = s end
+    return c
+  elseif k == 6 then
+    if s == "" then return { [0] = "", s = 1, e = 0 } end
+    return nil
+  elseif k == 7 then
+    if #s > 0 then return { [0] = sub(s, 1, 1), s = 1, e = 1 } end
+    return nil
+  end
+  local lit = f[2]
+  local x = f.ci and lower(s) or s
+  local n, m = #s, #lit
+  if k == 2 then
+    if x == lit then return { [0] = s, s = 1, e = n } end
+  elseif k == 3 then
+    if sub(x, 1, m) == lit then return { [0] = sub(s, 1, m), s = 1, e = m } end
+  elseif k == 4 then
+    if n >= m and sub(x, n - m + 1) == lit then return { [0] = sub(s, n - m + 1), s = n - m + 1, e = n } end
+  elseif k == 5 then
+    local i = find(x, lit, 1, true)
+    if i then return { [0] = sub(s, i, i + m - 1), s = i, e = i + m - 1 } end
+  elseif k == 8 then
+    if find(x, lit, 1, true) then return { [0] = s, s = 1, e = n } end
+  end
+  return nil
+end
+
 function M.exec(prog, s, init)
+  local f = prog.fast
+  if f and (init == nil or init == 1) then return fast_exec(f, s) end
   local rt = prog.rt or prepare(prog)
   init = init or 1
   local n = #s
