@@ -1,10 +1,10 @@
 #!/bin/sh
-# The main job: installs what is missing (scripts/setup.sh), builds lighten and runs it on
-# the bundled Plesk server fixture.  Later issues replace the inspect run by `lighten demo`.
+# The main job: installs what is missing (scripts/setup.sh), builds lighten and runs
+# `lighten demo`: the bundled Plesk-style server (fixtures/demo) converted to lighttpd and
+# verified against Apache side by side.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release --locked
-echo "lighten: inspecting the bundled Plesk server (fixtures/plesk)"
-exec target/release/lighten inspect --sysroot fixtures/plesk fixtures/plesk/var/www/vhosts
+exec target/release/lighten demo "$@"

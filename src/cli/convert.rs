@@ -55,7 +55,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
         }
         return Ok(2);
     }
-    write_all(&out_dir, &conv.files)?;
+    crate::output::write_files(&out_dir, &conv.files)?;
     std::fs::create_dir_all(&runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
     let mut stdout = std::io::stdout().lock();
     if a.json {
@@ -82,24 +82,4 @@ pub fn parse_listen(s: &str) -> Result<(Option<u16>, String, u16), String> {
     let (addr, port) = rest.rsplit_once(':').ok_or_else(|| format!("--listen {s}: expected ADDR:PORT"))?;
     let port = port.parse::<u16>().map_err(|_| format!("--listen {s}: {port} is not a port"))?;
     Ok((orig, addr.trim_start_matches('[').trim_end_matches(']').to_string(), port))
-}
-
-/// Writes each file through a temporary file in the same folder and a rename, so a
-/// reader never sees half a file and an interrupted run leaves the old one.
-pub fn write_all(dir: &Path, files: &[(PathBuf, String)]) -> anyhow::Result<()> {
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        let parent = path.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(parent)
-            .with_context(|| format!("writing in {}", parent.display()))?;
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        tmp.persist(&path).with_context(|| format!("replacing {}", path.display()))?;
-    }
-    Ok(())
 }

@@ -3,9 +3,11 @@
 
 mod args;
 mod convert;
+mod demo;
 mod directives;
 mod explain;
 mod inspect;
+mod verify;
 
 use args::{Cli, ColorChoice, Command};
 use clap::Parser;
@@ -24,7 +26,14 @@ pub fn main() -> i32 {
         Command::Directives(a) => directives::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Verify(a) => verify::run(a, color),
+        Command::Demo(a) => demo::run(a, color),
     };
+    // An interrupted run fails on its way out (its servers are being stopped); the
+    // interrupt handler finishes the cleanup and exits 130.
+    if crate::run::process::interrupted() {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

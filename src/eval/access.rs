@@ -193,6 +193,26 @@ fn yes(b: bool) -> Decision {
     if b { Decision::Granted } else { Decision::Denied }
 }
 
+/// The directive behind a decision of [`check`], for reports: the first Require line, or
+/// the Order/Deny lines for the legacy check.
+pub fn deciding_span(dc: &DirConfig, why: &str) -> Option<crate::source::Span> {
+    if why.contains("Order/Allow/Deny") {
+        let l = dc.legacy?;
+        return l
+            .deny
+            .first()
+            .map(|d| d.at)
+            .or(l.order.as_ref().map(|o| o.span))
+            .or(l.allow.first().map(|a| a.at));
+    }
+    if !dc.authz_set {
+        return None;
+    }
+    dc.authz.first().map(|a| match a {
+        Authz::Require { at, .. } | Authz::Container { at, .. } => *at,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -548,7 +548,8 @@ impl<'m> Engine<'m> {
             has_credentials: self.req.header("Authorization").is_some(),
         };
         let (denied, why) = access::check(&dc, &client);
-        self.note(None, format!("access: {why}"));
+        let at = access::deciding_span(&dc, &why);
+        self.note(at, format!("access: {why}"));
         if let Some(status) = denied {
             return done(status, Served::Error);
         }

@@ -87,6 +87,7 @@ mod byteset;
 pub mod fast;
 mod parser;
 mod program;
+pub mod sample;
 
 #[cfg(test)]
 mod tests;

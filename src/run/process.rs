@@ -9,12 +9,37 @@ use std::time::{Duration, Instant};
 
 /// Process groups alive right now.
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// Sandbox folders to remove if lighten is interrupted.
+static FOLDERS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `dir` when lighten is interrupted (a sandbox not kept).
+pub fn remove_on_interrupt(dir: &std::path::Path) {
+    stop_all_on_interrupt();
+    if let Ok(mut f) = FOLDERS.lock() {
+        f.push(dir.to_path_buf());
+    }
+}
+
+/// `dir` no longer needs removing on interrupt (dropped or kept).
+pub fn forget_folder(dir: &std::path::Path) {
+    if let Ok(mut f) = FOLDERS.lock() {
+        f.retain(|p| p != dir);
+    }
+}
 static CTRLC: Once = Once::new();
+/// Set when SIGINT/SIGTERM arrived: the handler is stopping everything and will exit 130.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether lighten is being interrupted (its servers are going away on purpose).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
 
 /// Stops every registered process group, then exits with 130, on SIGINT or SIGTERM.
 pub fn stop_all_on_interrupt() {
     CTRLC.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             let groups: Vec<i32> = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
             for g in &groups {
                 signal_group(*g, libc::SIGTERM);
@@ -22,6 +47,10 @@ pub fn stop_all_on_interrupt() {
             std::thread::sleep(Duration::from_millis(500));
             for g in &groups {
                 signal_group(*g, libc::SIGKILL);
+            }
+            let folders: Vec<std::path::PathBuf> = FOLDERS.lock().map(|f| f.clone()).unwrap_or_default();
+            for f in folders {
+                let _ = std::fs::remove_dir_all(f);
             }
             std::process::exit(130);
         });

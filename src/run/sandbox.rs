@@ -23,6 +23,7 @@ impl Sandbox {
         // php-cgi and Apache children (www-data) write temporary files here.
         std::fs::set_permissions(path.join("tmp"), std::fs::Permissions::from_mode(0o1777))?;
         std::fs::set_permissions(path.join("logs"), std::fs::Permissions::from_mode(0o777))?;
+        super::process::remove_on_interrupt(&path);
         Ok(Sandbox { dir: Some(dir), path })
     }
 
@@ -35,6 +36,7 @@ impl Sandbox {
         if let Some(d) = self.dir.take() {
             let _ = d.keep();
         }
+        super::process::forget_folder(&self.path);
         self.path.clone()
     }
 
@@ -128,4 +130,10 @@ pub fn self_signed_cert(dir: &Path) -> (PathBuf, PathBuf) {
             .status();
     }
     (cert, key)
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        super::process::forget_folder(&self.path);
+    }
 }

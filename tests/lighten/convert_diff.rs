@@ -1,16 +1,12 @@
-//! The converted site against the original: every fixture with a `requests.txt` is served
-//! by Apache from its configuration and by lighttpd from `lighten convert`'s output, side
-//! by side in one sandbox with the same files and the same PHP backend, and every request
-//! must be answered the same way: status, Location, body, and the headers that matter.
-//! A denial on Apache that lighttpd answers with a 2xx is a fail-open and fails the test
-//! whatever else happens.
+//! `lighten verify` on every fixture with a `requests.txt`: Apache from the configuration
+//! and lighttpd from `lighten convert`'s output, side by side in one sandbox with the same
+//! files and the same PHP backend, must answer every request the same way (status,
+//! Location, body, the headers that matter). A denial on Apache that lighttpd answers
+//! with a 2xx is a fail-open and fails the test whatever else happens. The text reports
+//! are reviewed snapshots.
 
 use crate::helpers::fixtures;
-use lighten::eval::{self, Request};
-use lighten::run::{apache, http, lighttpd, observe, sandbox::Sandbox};
-use lighten::translate;
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use lighten::verify::{self, Options};
 
 /// Differences accepted with their reason: (fixture, request line, why).
 const KNOWN: &[(&str, &str, &str)] = &[
@@ -32,287 +28,226 @@ const TRACE: &str = "lighttpd does not implement TRACE (405) and rejects the unk
 const PROXY: &str = "a [P] rule proxies to a URL computed per request, which lighttpd's mod_proxy cannot do: the \
      translation refuses (403, fails closed); Apache's 503 only says the sandbox has no backend";
 
-/// Response headers compared besides those the configuration sets with `Header`.
-const HEADERS: &[&str] = &["Content-Type", "Content-Encoding", "Cache-Control", "Vary", "WWW-Authenticate"];
-
 fn have(cmd: &str) -> bool {
     std::process::Command::new(cmd).arg("-v").output().is_ok()
 }
 
-#[derive(Default)]
-struct Tally {
-    total: usize,
-    same: usize,
-    known: usize,
-    differences: Vec<String>,
-    fail_open: Vec<String>,
-    /// Requests of fail-open-only fixtures.
-    checked_elsewhere: usize,
+fn servers_present() -> bool {
+    if have("apache2") && have("lighttpd") {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "apache2 and lighttpd must be installed");
+    eprintln!("skipped: apache2 or lighttpd is not installed");
+    false
 }
 
-fn send(
-    port: u16,
-    tls: bool,
-    req: &Request,
-    headers: &[(String, String)],
-) -> std::io::Result<http::HttpResponse> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    if tls {
-        let sni = lighten::model::server::split_host_port(&headers[0].1).0.unwrap_or_default();
-        http::send_tls(addr, &sni, &req.method, &req.target(), headers, b"")
-    } else {
-        http::send(addr, &req.method, &req.target(), headers, b"")
+fn options() -> Options {
+    Options {
+        keep: std::env::var_os("LIGHTEN_KEEP").is_some(),
+        lua_trace: false,
+        progress: None,
+        tamper: None,
     }
 }
 
-fn run_fixture(f: &crate::helpers::Fixture, requests: &[Request], t: &mut Tally) {
-    let (opts, cfg_for_run, cfg, model) = f.load();
-    let mut sb = Sandbox::new("lighten-conv-").unwrap();
-    if std::env::var_os("LIGHTEN_KEEP").is_some() {
-        eprintln!("{}: sandbox kept at {}", f.name, sb.keep().display());
+/// The requests a fixture is held to: requests.txt, plus requests-convert.txt (those only
+/// real servers can answer, such as passwords).
+fn requests(f: &crate::helpers::Fixture) -> Option<Vec<lighten::eval::Request>> {
+    let mut text = std::fs::read_to_string(f.dir.join("requests.txt")).ok()?;
+    if let Ok(more) = std::fs::read_to_string(f.dir.join("requests-convert.txt")) {
+        text.push('\n');
+        text.push_str(&more);
     }
-    let a = apache::start(&cfg_for_run, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None })
-        .unwrap_or_else(|e| panic!("{}: {e}", f.name));
-    let paths = apache::PathMap { root: a.root.clone() };
-
-    // The converted site: the same copy of the files, the same PHP, its own ports.
-    let out_dir = sb.path().join("lighttpd");
-    let mut listen = Vec::new();
-    let mut lports = BTreeMap::new();
-    for l in &a.listeners {
-        let p = lighten::run::sandbox::free_port().unwrap();
-        listen.push((Some(l.original), "127.0.0.1".to_string(), p));
-        lports.insert(l.original, (p, l.tls));
-    }
-    let cert = sb.self_signed_cert();
-    let map = paths.clone();
-    let topts = translate::Options {
-        out_dir: out_dir.clone(),
-        listen,
-        runtime_dir: out_dir.join("run"),
-        map_path: Box::new(move |p: &str| map.map(p)),
-        php_backend: a.php.as_ref().map(|p| format!("127.0.0.1:{}", p.port)),
-        fallback_cert: Some((cert.0.display().to_string(), cert.1.display().to_string())),
-        trace: std::env::var_os("LIGHTEN_LUA_TRACE").is_some(),
-    };
-    let conv = translate::convert(&model, &cfg, &topts);
-    for (rel, text) in &conv.files {
-        let p = out_dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-    }
-    std::fs::create_dir_all(out_dir.join("run")).unwrap();
-    // lighttpd switches to the configuration's User: let it write its logs.
-    let _ = std::process::Command::new("chmod").arg("0777").arg(out_dir.join("run")).status();
-    let first = lports.values().next().map(|(p, _)| *p).expect("a listener");
-    let l = lighttpd::start(&out_dir.join("lighttpd.conf"), &sb, first)
-        .unwrap_or_else(|e| panic!("{}: {e}", f.name));
-
-    let custom: Vec<String> = header_names(&model);
-    let default_host =
-        model.vhosts.first().and_then(|v| v.server_name.clone()).unwrap_or_else(|| opts.server_name.clone());
-    let fail_open_only = f.manifest.convert.as_deref() == Some("fail-open-only");
-    let mut same = 0;
-    let mut total = 0;
-    for req in requests {
-        let port = req
-            .host
-            .as_deref()
-            .and_then(|h| lighten::model::server::split_host_port(h).1.and_then(|p| p.parse::<u16>().ok()))
-            .unwrap_or(if req.scheme == "https" { 443 } else { 80 });
-        let (Some(aport), Some(&(lport, tls))) = (a.port_for(port), lports.get(&port)) else { continue };
-        // As a browser sends it: no port in Host when it is the scheme's default.
-        let mut host = req.host.clone().unwrap_or_else(|| default_host.clone());
-        let default_port = if req.scheme == "https" { ":443" } else { ":80" };
-        if let Some(h) = host.strip_suffix(default_port) {
-            host = h.to_string();
-        }
-        let mut headers: Vec<(String, String)> = vec![("Host".into(), host)];
-        headers.extend(req.headers.iter().cloned());
-        let mut r = req.clone();
-        r.host = Some(headers[0].1.clone());
-        let ev = eval::evaluate(&model, &cfg.sysroot, &r, port);
-        total += 1;
-        let line = req.to_line();
-        let (ra, rl) = match (send(aport, tls, req, &headers), send(lport, tls, req, &headers)) {
-            (Ok(x), Ok(y)) => (x, y),
-            (x, y) => {
-                t.differences.push(format!("{}: {line}: no answer: {:?} / {:?}", f.name, x.err(), y.err()));
-                continue;
-            }
-        };
-        let head = req.method == "HEAD";
-        let sa = observe::observe(&ra, &paths, &cfg.sysroot, Some(&ev.outcome), head);
-        let sl = observe::observe(&rl, &paths, &cfg.sysroot, Some(&ev.outcome), head);
-        if (400..500).contains(&ra.status) && (200..300).contains(&rl.status) {
-            t.fail_open.push(format!("{}: {line}: Apache {} but lighttpd {}", f.name, ra.status, rl.status));
-        }
-        let mut diffs = Vec::new();
-        if ra.status != rl.status {
-            diffs.push(format!("status {} vs {}", ra.status, rl.status));
-        }
-        if ra.header("Location") != rl.header("Location") {
-            diffs.push(format!("Location {:?} vs {:?}", ra.header("Location"), rl.header("Location")));
-        }
-        // Bodies and their headers count when Apache served content, not its own pages.
-        let content =
-            matches!(sa.served, lighten::eval::Served::File { .. } | lighten::eval::Served::Php { .. });
-        // What was served must agree; lighttpd answering with its own error page where
-        // Apache did too (any status difference is reported above) is the same thing.
-        if sa.served != sl.served && (content || sl.served != lighten::eval::Served::Error) {
-            diffs.push(format!("served {:?} vs {:?}", sa.served, sl.served));
-        }
-        if content
-            && !head
-            && decoded(&ra) != decoded(&rl)
-            && !matches!(sa.served, lighten::eval::Served::Php { .. })
-        {
-            diffs.push(format!("body {} bytes vs {} bytes", ra.body.len(), rl.body.len()));
-        }
-        if content {
-            for h in HEADERS.iter().map(|s| s.to_string()).chain(custom.iter().cloned()) {
-                let (x, y) = (norm(ra.header_joined(&h).as_deref()), norm(rl.header_joined(&h).as_deref()));
-                if x != y {
-                    diffs.push(format!("{h}: {x:?} vs {y:?}"));
-                }
-            }
-            if ra.header("Expires").is_some() != rl.header("Expires").is_some() {
-                diffs.push(format!("Expires {:?} vs {:?}", ra.header("Expires"), rl.header("Expires")));
-            }
-        } else if ra.status == 401
-            && norm(ra.header("WWW-Authenticate")) != norm(rl.header("WWW-Authenticate"))
-        {
-            diffs.push(format!(
-                "WWW-Authenticate {:?} vs {:?}",
-                ra.header("WWW-Authenticate"),
-                rl.header("WWW-Authenticate")
-            ));
-        }
-        if fail_open_only {
-            if diffs.is_empty() {
-                same += 1;
-            }
-            continue;
-        }
-        let known = KNOWN.iter().any(|(fx, l, _)| *fx == f.name && *l == line);
-        match (diffs.is_empty(), known) {
-            (true, false) => same += 1,
-            (true, true) => {
-                t.differences.push(format!("{}: {line} is listed in KNOWN but now agrees", f.name))
-            }
-            (false, true) => t.known += 1,
-            (false, false) => t.differences.push(format!("{}: {line}\n    {}", f.name, diffs.join("\n    "))),
-        }
-    }
-    drop(l);
-    if fail_open_only {
-        eprintln!(
-            "{}: {same}/{total} the same (checked for fail-open only: {})",
-            f.name,
-            f.manifest.convert_reason.as_deref().unwrap_or("")
-        );
-        t.checked_elsewhere += total;
-        return;
-    }
-    eprintln!("{}: {same}/{total} the same", f.name);
-    t.total += total;
-    t.same += same;
+    Some(lighten::eval::request::parse_file(&text).unwrap())
 }
 
-/// The body as sent before compression: two gzip encoders do not write the same bytes.
-fn decoded(r: &http::HttpResponse) -> Vec<u8> {
-    use std::io::Read;
-    let enc = r.header("Content-Encoding").unwrap_or("").to_ascii_lowercase();
-    let mut out = Vec::new();
-    let ok = match enc.as_str() {
-        "gzip" => flate2::read::GzDecoder::new(&r.body[..]).read_to_end(&mut out).is_ok(),
-        "deflate" => flate2::read::ZlibDecoder::new(&r.body[..]).read_to_end(&mut out).is_ok(),
-        _ => false,
-    };
-    if ok { out } else { r.body.clone() }
-}
-
-/// Header values compared as Apache and lighttpd may spell them: token lists without
-/// the spaces after commas.
-fn norm(v: Option<&str>) -> Option<String> {
-    v.map(|s| {
-        // lighttpd's mod_auth adds RFC 7617's charset="UTF-8" to a Basic challenge; the
-        // realm is what a client shows and uses.
-        let s = s.replace(", charset=\"UTF-8\"", "");
-        s.split(',').map(str::trim).collect::<Vec<_>>().join(",")
-    })
-}
-
-/// The response headers the configuration sets.
-fn header_names(model: &lighten::model::Model) -> Vec<String> {
-    let mut names = std::collections::BTreeSet::new();
-    let mut visit = |s: &lighten::model::Scope| {
-        fn walk(s: &lighten::model::Scope, names: &mut std::collections::BTreeSet<String>) {
-            for h in s.settings.headers.iter().filter(|h| !h.request) {
-                names.insert(h.name.clone());
-            }
-            for c in &s.children {
-                walk(c, names);
-            }
-        }
-        walk(s, &mut names);
-    };
-    visit(&model.server);
-    for v in &model.vhosts {
-        visit(&v.scope);
-    }
-    for h in &model.htaccess {
-        if let Some(s) = &h.scope {
-            visit(s);
-        }
-    }
-    names.into_iter().filter(|n| !HEADERS.iter().any(|h| h.eq_ignore_ascii_case(n))).collect()
+/// A report with this machine's folders named.
+fn normalized(text: &str) -> String {
+    let repo = std::env::current_dir().unwrap().to_string_lossy().into_owned();
+    text.replace(&repo, "$REPO")
 }
 
 #[test]
 fn converted_sites_answer_like_apache() {
-    if !have("apache2") || !have("lighttpd") {
-        assert!(std::env::var_os("CI").is_none(), "apache2 and lighttpd must be installed");
-        eprintln!("skipped: apache2 or lighttpd is not installed");
+    if !servers_present() {
         return;
     }
-    let mut t = Tally::default();
-    let mut sets = 0;
+    let (mut total, mut same, mut known, mut sets, mut elsewhere) = (0, 0, 0, 0, 0);
+    let mut differences = Vec::new();
+    let mut fail_open = Vec::new();
     for f in fixtures("fixtures") {
         // LIGHTEN_FIXTURE=name runs one fixture (then the totals are not checked).
         if std::env::var("LIGHTEN_FIXTURE").is_ok_and(|n| n != f.name) {
             continue;
         }
-        let Ok(mut text) = std::fs::read_to_string(f.dir.join("requests.txt")) else { continue };
-        // Requests only the real servers can answer (passwords) come on top.
-        if let Ok(more) = std::fs::read_to_string(f.dir.join("requests-convert.txt")) {
-            text.push('\n');
-            text.push_str(&more);
+        let Some(reqs) = requests(&f) else { continue };
+        let (_, for_run, cfg, model) = f.load();
+        let v = verify::run(&for_run, &cfg, &model, &reqs, options())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.name));
+        for c in v.comparisons.iter().filter(|c| c.fail_open) {
+            fail_open.push(format!("{}: {} (decided at {:?})", f.name, c.request, c.decided_at));
         }
-        let requests = lighten::eval::request::parse_file(&text).unwrap();
-        run_fixture(&f, &requests, &mut t);
-        if f.manifest.convert.is_none() {
-            sets += 1;
+        if f.manifest.convert.as_deref() == Some("fail-open-only") {
+            eprintln!(
+                "{}: {}/{} the same (checked for fail-open only: {})",
+                f.name,
+                v.agreed(),
+                v.comparisons.len(),
+                f.manifest.convert_reason.as_deref().unwrap_or("")
+            );
+            elsewhere += v.comparisons.len();
+            continue;
         }
+        sets += 1;
+        total += v.comparisons.len();
+        for c in &v.comparisons {
+            let listed = KNOWN.iter().any(|(fx, l, _)| *fx == f.name && *l == c.request);
+            match (c.differences.is_empty(), listed) {
+                (true, false) => same += 1,
+                (true, true) => {
+                    differences.push(format!("{}: {} is listed in KNOWN but now agrees", f.name, c.request))
+                }
+                (false, true) => known += 1,
+                (false, false) => differences.push(format!(
+                    "{}: {}\n    {}",
+                    f.name,
+                    c.request,
+                    c.differences.join("\n    ")
+                )),
+            }
+        }
+        eprintln!("{}: {}/{} the same", f.name, v.agreed(), v.comparisons.len());
+        insta::with_settings!({ description => f.manifest.description.clone(), omit_expression => true }, {
+            insta::assert_snapshot!(format!("verify-{}", f.name), normalized(&verify::report::text(&v, false)));
+        });
     }
     eprintln!(
-        "{} requests over {sets} sites: {} the same, {} known differences, {} other differences, {} fail-open \
-         (and {} more requests checked for fail-open only)",
-        t.total,
-        t.same,
-        t.known,
-        t.differences.len(),
-        t.fail_open.len(),
-        t.checked_elsewhere
+        "{total} requests over {sets} sites: {same} the same, {known} known differences, {} other differences, {} \
+         fail-open (and {elsewhere} more requests checked for fail-open only)",
+        differences.len(),
+        fail_open.len()
     );
-    for d in &t.differences {
+    for d in &differences {
         eprintln!("{d}");
     }
-    assert!(t.fail_open.is_empty(), "FAIL-OPEN:\n{}", t.fail_open.join("\n"));
-    assert!(t.differences.is_empty(), "{} difference(s):\n{}", t.differences.len(), t.differences.join("\n"));
+    assert!(fail_open.is_empty(), "FAIL-OPEN:\n{}", fail_open.join("\n"));
+    assert!(differences.is_empty(), "{} difference(s):\n{}", differences.len(), differences.join("\n"));
     if std::env::var_os("LIGHTEN_FIXTURE").is_some() {
         return;
     }
-    assert!(sets >= 12 && t.total >= 400, "only {} requests over {sets} sites", t.total);
-    assert!(t.same * 100 >= t.total * 98, "only {} of {} the same", t.same, t.total);
+    assert!(sets >= 12 && total >= 400, "only {total} requests over {sets} sites");
+    assert!(same * 100 >= total * 98, "only {same} of {total} the same");
+}
+
+/// A conversion that lost a denial is caught: the `.ht*` protection is removed from the
+/// generated data, and the request for `.htaccess` must come back as a fail-open that
+/// points at the Require line Apache denied it with.
+#[test]
+fn a_conversion_that_drops_a_deny_is_caught_as_fail_open() {
+    if !servers_present() {
+        return;
+    }
+    let f = fixtures("fixtures").into_iter().find(|f| f.name == "wordpress").expect("fixture");
+    let (_, for_run, cfg, model) = f.load();
+    let reqs = lighten::eval::request::parse_file("GET /.htaccess\nGET /wp-login.php\n").unwrap();
+    let mut opts = options();
+    opts.tamper = Some(Box::new(|files: &mut Vec<(std::path::PathBuf, String)>| {
+        for (path, text) in files.iter_mut() {
+            if path.ends_with("lighten_site.lua") {
+                assert!(text.contains("args = { \"denied\" }"), "the data holds a denial to remove");
+                *text = text.replace("args = { \"denied\" }", "args = { \"granted\" }");
+            }
+        }
+    }));
+    let v = verify::run(&for_run, &cfg, &model, &reqs, opts).unwrap();
+    let c = &v.comparisons[0];
+    assert!(c.fail_open, "{c:?}");
+    assert_eq!((c.apache.status, c.lighttpd.status), (403, 200));
+    let at = c.decided_at.as_deref().unwrap_or_default();
+    // templates/defaults/docroot.conf: <FilesMatch "^\.ht"> Require all denied </FilesMatch>
+    assert_eq!(at, "<lighten:docroot-defaults>:66", "the Require line that denied it");
+    let text = verify::report::text(&v, false);
+    assert!(text.contains("FAIL-OPEN"), "{text}");
+    assert!(text.contains(&format!("decided at {at}")), "{text}");
+    // The lighten verify command says so with its exit status too.
+    assert_eq!(lighten_verify_status(&v), 3);
+}
+
+fn lighten_verify_status(v: &verify::Verification) -> i32 {
+    if v.fail_open() > 0 {
+        3
+    } else if v.agreed() < v.comparisons.len() {
+        1
+    } else {
+        0
+    }
+}
+
+/// Ctrl-C while both servers run: every process goes, and so does the sandbox folder.
+#[test]
+fn interrupting_verify_leaves_nothing_behind() {
+    if !servers_present() {
+        return;
+    }
+    let f = fixtures("fixtures").into_iter().find(|f| f.name == "wordpress").expect("fixture");
+    let mut args = f.inspect_args();
+    args[0] = "verify".into();
+    // Enough requests that the run is still going when the signal comes.
+    let reqs = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(reqs.path(), "GET /\n".repeat(20_000)).unwrap();
+    args.extend([
+        "--requests".into(),
+        reqs.path().to_string_lossy().into_owned(),
+        "--limit".into(),
+        "20000".into(),
+    ]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lighten"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until its servers run: children of this lighten whose command lines name its
+    // sandbox folder (other tests run their own sandboxes at the same time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let sandbox = loop {
+        if let Some(p) = child_sandbox(child.id()) {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "verify never started its servers");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // Let the second server come up as well.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) sends a signal to a process id; no memory is touched.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "lighten exits 130 on Ctrl-C");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = lighten::run::process::processes_mentioning(&sandbox.to_string_lossy());
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+    assert!(!sandbox.exists(), "the sandbox folder {} was left behind", sandbox.display());
+}
+
+/// The sandbox folder named on the command line of a child process of `pid`.
+fn child_sandbox(pid: u32) -> Option<std::path::PathBuf> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{p}/status")) else { continue };
+        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).map(|v| v.trim().to_string());
+        if ppid.as_deref() != Some(&pid.to_string()) {
+            continue;
+        }
+        let cmd = String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default())
+            .into_owned();
+        if let Some(i) = cmd.find("lighten-verify-") {
+            let start =
+                cmd[..i].rfind('/').map(|s| cmd[..s].rfind(['\0', ' ']).map_or(0, |x| x + 1)).unwrap_or(0);
+            let end = cmd[i..].find('/').map(|e| i + e).unwrap_or(cmd.len());
+            return Some(std::path::PathBuf::from(&cmd[start..end]));
+        }
+    }
+    None
 }

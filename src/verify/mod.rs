@@ -1,0 +1,387 @@
+//! Proof before the switch: Apache on the original configuration and lighttpd on its
+//! conversion, side by side in one sandbox (the same copy of the files, the same PHP
+//! backend, loopback ports), answer the same requests; every difference is reported with
+//! both answers and the `file:line` of what decided Apache's.
+//!
+//! PHP runs in echo mode: every script answers with the variables it was handed, so the
+//! comparison proves routing (which script, with which SCRIPT_NAME, PATH_INFO and query)
+//! without needing the application's database.
+
+pub mod derive;
+pub mod report;
+
+use crate::config::Config;
+use crate::eval::{self, Request, Served};
+use crate::model::Model;
+use crate::run::http::{self, HttpResponse};
+use crate::run::{apache, lighttpd, observe, sandbox::Sandbox};
+use crate::translate;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+/// Response headers compared besides those the configuration sets with `Header`.
+pub const HEADERS: &[&str] =
+    &["Content-Type", "Content-Encoding", "Cache-Control", "Vary", "WWW-Authenticate"];
+
+/// A change made to the converted files (path, text) before lighttpd starts.
+pub type Tamper = Box<dyn Fn(&mut Vec<(std::path::PathBuf, String)>)>;
+
+pub struct Options {
+    /// Keep the sandbox folder (configurations, logs) after the run.
+    pub keep: bool,
+    /// Make lighten.lua write its steps to lighttpd's error log.
+    pub lua_trace: bool,
+    /// Called after each request with (done, total): a progress bar.
+    pub progress: Option<Box<dyn FnMut(usize, usize)>>,
+    /// Changes the converted files before lighttpd starts: how the tests prove that a
+    /// broken conversion is caught.
+    pub tamper: Option<Tamper>,
+}
+
+/// One answer, as much as the report shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Answer {
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub served: String,
+    pub headers: BTreeMap<String, String>,
+    pub body_bytes: usize,
+}
+
+/// One request, both answers, and how they differ.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// The request in the requests-file format.
+    pub request: String,
+    /// The virtual host Apache answered it with.
+    pub vhost: String,
+    /// The rewrite rules that applied (`file:line`).
+    pub rules: Vec<String>,
+    /// What decided Apache's answer (`file:line`), when the evaluator can tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    pub apache: Answer,
+    pub lighttpd: Answer,
+    /// Empty when the answers agree.
+    pub differences: Vec<String>,
+    /// Apache refused (4xx) and lighttpd answered 2xx: the converted site is more open.
+    pub fail_open: bool,
+}
+
+/// The whole run.
+#[derive(Debug, Serialize)]
+pub struct Verification {
+    pub comparisons: Vec<Comparison>,
+    /// The conversion's report counts (exact, approximated, ...).
+    pub conversion: BTreeMap<String, usize>,
+    /// Where the sandbox was kept, with `--keep`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+}
+
+impl Verification {
+    pub fn fail_open(&self) -> usize {
+        self.comparisons.iter().filter(|c| c.fail_open).count()
+    }
+
+    pub fn agreed(&self) -> usize {
+        self.comparisons.iter().filter(|c| c.differences.is_empty()).count()
+    }
+}
+
+/// Starts both servers and replays `requests`.  `for_run` and `cfg` are the same
+/// configuration loaded twice (the sandbox rewrites one; `model` is built from the other).
+pub fn run(
+    for_run: &Config,
+    cfg: &Config,
+    model: &Model,
+    requests: &[Request],
+    mut opts: Options,
+) -> std::io::Result<Verification> {
+    let mut sb = Sandbox::new("lighten-verify-")?;
+    let kept = opts.keep.then(|| sb.keep().display().to_string());
+    let a = apache::start(for_run, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None })?;
+    let paths = apache::PathMap { root: a.root.clone() };
+
+    // The converted site: the same copy of the files, the same PHP, its own ports.
+    let out_dir = sb.path().join("lighttpd");
+    let mut listen = Vec::new();
+    let mut lports = BTreeMap::new();
+    for l in &a.listeners {
+        let p = crate::run::sandbox::free_port()?;
+        listen.push((Some(l.original), "127.0.0.1".to_string(), p));
+        lports.insert(l.original, (p, l.tls));
+    }
+    let cert = sb.self_signed_cert();
+    let map = paths.clone();
+    let topts = translate::Options {
+        out_dir: out_dir.clone(),
+        listen,
+        runtime_dir: out_dir.join("run"),
+        map_path: Box::new(move |p: &str| map.map(p)),
+        php_backend: a.php.as_ref().map(|p| format!("127.0.0.1:{}", p.port)),
+        fallback_cert: Some((cert.0.display().to_string(), cert.1.display().to_string())),
+        trace: opts.lua_trace,
+    };
+    let mut conv = translate::convert(model, cfg, &topts);
+    if let Some(t) = &opts.tamper {
+        t(&mut conv.files);
+    }
+    crate::output::write_files(&out_dir, &conv.files)?;
+    std::fs::create_dir_all(out_dir.join("run"))?;
+    // lighttpd switches to the configuration's User: let it write its logs.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(out_dir.join("run"), std::fs::Permissions::from_mode(0o777))?;
+    }
+    let first = lports.values().next().map(|(p, _)| *p).unwrap_or(80);
+    let l = lighttpd::start(&out_dir.join("lighttpd.conf"), &sb, first)?;
+
+    let custom = header_names(model);
+    let default_host = model
+        .vhosts
+        .iter()
+        .find(|v| v.scope.enabled)
+        .and_then(|v| v.server_name.clone())
+        .unwrap_or_else(|| "localhost".into());
+    let mut comparisons = Vec::new();
+    let total = requests.len();
+    for (i, req) in requests.iter().enumerate() {
+        if let Some(p) = opts.progress.as_mut() {
+            p(i, total);
+        }
+        let port = req
+            .host
+            .as_deref()
+            .and_then(|h| crate::model::server::split_host_port(h).1.and_then(|p| p.parse::<u16>().ok()))
+            .unwrap_or(if req.scheme == "https" { 443 } else { 80 });
+        let (Some(aport), Some(&(lport, tls))) = (a.port_for(port), lports.get(&port)) else { continue };
+        // As a browser sends it: no port in Host when it is the scheme's default.
+        let mut host = req.host.clone().unwrap_or_else(|| default_host.clone());
+        let default_port = if req.scheme == "https" { ":443" } else { ":80" };
+        if let Some(h) = host.strip_suffix(default_port) {
+            host = h.to_string();
+        }
+        let mut headers: Vec<(String, String)> = vec![("Host".into(), host)];
+        headers.extend(req.headers.iter().cloned());
+        let mut r = req.clone();
+        r.host = Some(headers[0].1.clone());
+        let ev = eval::evaluate(model, &cfg.sysroot, &r, port);
+        let ra = send(aport, tls, req, &headers);
+        let rl = send(lport, tls, req, &headers);
+        let (ra, rl) = match (ra, rl) {
+            (Ok(x), Ok(y)) => (x, y),
+            (x, y) => {
+                let err =
+                    |r: std::io::Result<HttpResponse>| r.err().map(|e| e.to_string()).unwrap_or_default();
+                let none = Answer {
+                    status: 0,
+                    location: None,
+                    served: String::new(),
+                    headers: BTreeMap::new(),
+                    body_bytes: 0,
+                };
+                comparisons.push(Comparison {
+                    request: req.to_line(),
+                    vhost: String::new(),
+                    rules: Vec::new(),
+                    decided_at: None,
+                    apache: none.clone(),
+                    lighttpd: none,
+                    differences: vec![format!("no answer: {} / {}", err(x), err(y))],
+                    fail_open: false,
+                });
+                continue;
+            }
+        };
+        let head = req.method == "HEAD";
+        let sa = observe::observe(&ra, &paths, &cfg.sysroot, Some(&ev.outcome), head);
+        let sl = observe::observe(&rl, &paths, &cfg.sysroot, Some(&ev.outcome), head);
+        let differences = compare(&ra, &rl, &sa.served, &sl.served, &custom, head);
+        let fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
+        let (vhost, rules, decided_at) = attribution(&ev, &cfg.sources);
+        comparisons.push(Comparison {
+            request: req.to_line(),
+            vhost,
+            rules,
+            decided_at,
+            apache: answer(&ra, &sa.served, &custom),
+            lighttpd: answer(&rl, &sl.served, &custom),
+            differences,
+            fail_open,
+        });
+    }
+    if let Some(p) = opts.progress.as_mut() {
+        p(total, total);
+    }
+    drop(l);
+    drop(a);
+    Ok(Verification { comparisons, conversion: conv.report.counts.clone(), kept })
+}
+
+fn send(port: u16, tls: bool, req: &Request, headers: &[(String, String)]) -> std::io::Result<HttpResponse> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    if tls {
+        let sni = crate::model::server::split_host_port(&headers[0].1).0.unwrap_or_default();
+        http::send_tls(addr, &sni, &req.method, &req.target(), headers, b"")
+    } else {
+        http::send(addr, &req.method, &req.target(), headers, b"")
+    }
+}
+
+/// How two answers to the same request differ (empty when they agree): status,
+/// Location, what was served, the body when Apache served content, and the headers that
+/// matter. An error page each server writes in its own words is the same answer.
+pub fn compare(
+    ra: &HttpResponse,
+    rl: &HttpResponse,
+    sa: &Served,
+    sl: &Served,
+    custom: &[String],
+    head: bool,
+) -> Vec<String> {
+    let mut diffs = Vec::new();
+    if ra.status != rl.status {
+        diffs.push(format!("status {} vs {}", ra.status, rl.status));
+    }
+    if ra.header("Location") != rl.header("Location") {
+        diffs.push(format!("Location {:?} vs {:?}", ra.header("Location"), rl.header("Location")));
+    }
+    let content = matches!(sa, Served::File { .. } | Served::Php { .. });
+    if sa != sl && (content || *sl != Served::Error) {
+        diffs.push(format!("served {sa:?} vs {sl:?}"));
+    }
+    if content && !head && decoded(ra) != decoded(rl) && !matches!(sa, Served::Php { .. }) {
+        diffs.push(format!("body {} bytes vs {} bytes", ra.body.len(), rl.body.len()));
+    }
+    if content {
+        for h in HEADERS.iter().map(|s| s.to_string()).chain(custom.iter().cloned()) {
+            let (x, y) = (norm(ra.header_joined(&h).as_deref()), norm(rl.header_joined(&h).as_deref()));
+            if x != y {
+                diffs.push(format!("{h}: {x:?} vs {y:?}"));
+            }
+        }
+        if ra.header("Expires").is_some() != rl.header("Expires").is_some() {
+            diffs.push(format!("Expires {:?} vs {:?}", ra.header("Expires"), rl.header("Expires")));
+        }
+    } else if ra.status == 401 && norm(ra.header("WWW-Authenticate")) != norm(rl.header("WWW-Authenticate")) {
+        diffs.push(format!(
+            "WWW-Authenticate {:?} vs {:?}",
+            ra.header("WWW-Authenticate"),
+            rl.header("WWW-Authenticate")
+        ));
+    }
+    diffs
+}
+
+fn answer(r: &HttpResponse, served: &Served, custom: &[String]) -> Answer {
+    let mut headers = BTreeMap::new();
+    for h in
+        HEADERS.iter().map(|s| s.to_string()).chain(custom.iter().cloned()).chain(["Expires".to_string()])
+    {
+        if let Some(v) = r.header_joined(&h) {
+            headers.insert(h, v);
+        }
+    }
+    Answer {
+        status: r.status,
+        location: r.header("Location").map(str::to_string),
+        served: describe(served),
+        headers,
+        body_bytes: r.body.len(),
+    }
+}
+
+fn describe(s: &Served) -> String {
+    match s {
+        Served::File { path } => format!("file {path}"),
+        Served::Php { script, script_name, path_info, query_string, .. } => format!(
+            "PHP {script} (SCRIPT_NAME={script_name} PATH_INFO={} QUERY_STRING={query_string})",
+            path_info.as_deref().unwrap_or("")
+        ),
+        Served::Listing { .. } => "a directory listing".into(),
+        Served::Redirect => "a redirect".into(),
+        Served::Error => "an error page".into(),
+        Served::Proxy { url } => format!("proxy to {url}"),
+        Served::Trace => "the TRACE echo".into(),
+        Served::Unknown { reason } => reason.clone(),
+    }
+}
+
+/// Which vhost, which rewrite rules applied, and the last step of the evaluation that
+/// names a source line.
+fn attribution(
+    ev: &eval::Evaluation,
+    sources: &crate::source::SourceMap,
+) -> (String, Vec<String>, Option<String>) {
+    let mut vhost = String::new();
+    let mut rules = Vec::new();
+    let steps = &ev.trace;
+    for (i, s) in steps.iter().enumerate() {
+        if s.text.starts_with("virtual host ") || s.text.starts_with("main server") {
+            vhost = s.text.trim_start_matches("virtual host ").to_string();
+        }
+        if s.depth == 0 && s.text.starts_with("RewriteRule ") && s.text.ends_with(": matches") {
+            let failed = steps[i + 1..]
+                .iter()
+                .take_while(|n| n.depth > 0)
+                .any(|n| n.text.starts_with("conditions fail"));
+            if !failed && let Some(at) = s.at {
+                let r = sources.line_ref(at);
+                if !rules.contains(&r) {
+                    rules.push(r);
+                }
+            }
+        }
+    }
+    let decided = steps.iter().rev().find_map(|s| s.at).map(|at| sources.line_ref(at));
+    (vhost, rules, decided)
+}
+
+/// The body as sent before compression: two gzip encoders do not write the same bytes.
+pub fn decoded(r: &HttpResponse) -> Vec<u8> {
+    use std::io::Read;
+    let enc = r.header("Content-Encoding").unwrap_or("").to_ascii_lowercase();
+    let mut out = Vec::new();
+    let ok = match enc.as_str() {
+        "gzip" => flate2::read::GzDecoder::new(&r.body[..]).read_to_end(&mut out).is_ok(),
+        "deflate" => flate2::read::ZlibDecoder::new(&r.body[..]).read_to_end(&mut out).is_ok(),
+        _ => false,
+    };
+    if ok { out } else { r.body.clone() }
+}
+
+/// Header values compared as Apache and lighttpd may spell them: token lists without the
+/// spaces after commas; lighttpd's mod_auth adds RFC 7617's `charset="UTF-8"` to a Basic
+/// challenge, which changes nothing for a client.
+pub fn norm(v: Option<&str>) -> Option<String> {
+    v.map(|s| {
+        let s = s.replace(", charset=\"UTF-8\"", "");
+        s.split(',').map(str::trim).collect::<Vec<_>>().join(",")
+    })
+}
+
+/// The response headers the configuration sets.
+pub fn header_names(model: &Model) -> Vec<String> {
+    fn walk(s: &crate::model::Scope, names: &mut std::collections::BTreeSet<String>) {
+        for h in s.settings.headers.iter().filter(|h| !h.request) {
+            names.insert(h.name.clone());
+        }
+        for c in &s.children {
+            walk(c, names);
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    walk(&model.server, &mut names);
+    for v in &model.vhosts {
+        walk(&v.scope, &mut names);
+    }
+    for h in &model.htaccess {
+        if let Some(s) = &h.scope {
+            walk(s, &mut names);
+        }
+    }
+    names.into_iter().filter(|n| !HEADERS.iter().any(|h| h.eq_ignore_ascii_case(n))).collect()
+}
