@@ -83,7 +83,7 @@ pub fn run(a: DemoArgs, color: bool) -> anyhow::Result<i32> {
         &out_dir,
         &[(PathBuf::from("verify.json"), serde_json::to_string_pretty(&v)? + "\n")],
     )?;
-    for line in text.lines().take(3) {
+    for line in text.lines().take(2) {
         writeln!(stdout, "   {line}")?;
     }
     writeln!(stdout, "   full report: {}", report_path.display())?;
