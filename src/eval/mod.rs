@@ -1234,13 +1234,7 @@ impl Lookup for Engine<'_> {
     }
 
     fn map(&mut self, map: &str, key: &str) -> Option<String> {
-        let decl = self
-            .server_scopes()
-            .into_iter()
-            .rev()
-            .flat_map(|s| s.settings.rewrite().maps.iter())
-            .find(|m| m.name == map)?
-            .clone();
+        let decl = rewrite_maps(self.model, self.vhost).into_iter().find(|m| m.name == map)?.clone();
         match decl.kind.as_str() {
             "int" => Some(match decl.source.as_str() {
                 "toupper" => key.to_uppercase(),
@@ -1338,6 +1332,29 @@ impl RewriteEnv for Engine<'_> {
 /// decides it (for the translator's handler analysis).
 pub fn dirconf_regex_matches(re: &str, subject: &str) -> bool {
     dirconf::regex_search(re, subject)
+}
+
+/// The RewriteMaps a vhost's rules can use: its own, and the main server's only when
+/// RewriteOptions inherits them (`config_server_merge()`); the vhost's win on a name.
+pub fn rewrite_maps(model: &Model, vhost: Option<usize>) -> Vec<&crate::model::rewrite::RewriteMap> {
+    let main = model.server.settings.rewrite();
+    let Some(i) = vhost else { return main.maps.iter().collect() };
+    let v = model.vhosts[i].scope.settings.rewrite();
+    let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
+        c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
+    };
+    let (own, base) = (lower(v), lower(main));
+    let opts = if own.is_empty() { base.clone() } else { own };
+    let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
+    let ignore = has(&opts, "ignoreinherit");
+    let inherits = has(&opts, "inherit")
+        || has(&opts, "inheritbefore")
+        || ((has(&base, "inheritdown") || has(&base, "inheritdownbefore")) && !ignore);
+    let mut maps: Vec<&crate::model::rewrite::RewriteMap> = v.maps.iter().collect();
+    if inherits {
+        maps.extend(main.maps.iter().filter(|m| !v.maps.iter().any(|x| x.name == m.name)));
+    }
+    maps
 }
 
 /// The server-context rule list of a vhost (or of the main server), inheritance resolved

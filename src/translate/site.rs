@@ -763,12 +763,8 @@ impl Site<'_> {
 
     fn maps(&mut self, model: &Model, i: Option<usize>) -> Value {
         let mut t = Value::table();
-        let mut scopes = vec![&model.server];
-        if let Some(i) = i {
-            scopes.push(&model.vhosts[i].scope);
-        }
-        for s in scopes {
-            for m in &s.settings.rewrite().maps {
+        {
+            for m in crate::eval::rewrite_maps(model, i) {
                 let mut x = Value::table();
                 x.set("kind", m.kind.as_str()).set("source", m.source.as_str());
                 match m.kind.as_str() {

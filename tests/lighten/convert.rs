@@ -30,7 +30,31 @@ fn convert(f: &crate::helpers::Fixture, out: &Path) -> i32 {
 fn read_normalized(out: &Path, rel: &str) -> String {
     let text = std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let repo = std::env::current_dir().unwrap().to_string_lossy().into_owned();
-    text.replace(&out.to_string_lossy().into_owned(), "$OUT").replace(&repo, "$REPO")
+    let text = text.replace(&out.to_string_lossy().into_owned(), "$OUT").replace(&repo, "$REPO");
+    relative_depths(&text, repo.matches('/').count())
+}
+
+/// The Lua tables give each `<Directory>` its depth in path components, which
+/// for a folder inside the checkout depends on where the checkout is; name it
+/// relative to the checkout (`depth = $REPO+3`) so the snapshot holds anywhere.
+fn relative_depths(text: &str, repo_depth: usize) -> String {
+    let mut in_repo = false;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("path = ") {
+            in_repo = t.starts_with("path = \"$REPO/");
+        }
+        let n = t.strip_prefix("depth = ").and_then(|r| r.trim_end().strip_suffix(','));
+        match n.and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) if in_repo && n > repo_depth => {
+                let indent = &line[..line.len() - t.len()];
+                out.push_str(&format!("{indent}depth = $REPO+{},\n", n - repo_depth));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 #[test]
