@@ -24,3 +24,11 @@ pub fn write_files(dir: &Path, files: &[(PathBuf, String)]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Writes one file at `path` the same way (its folder is created when missing).
+pub fn write_file(path: &Path, text: &str) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name =
+        path.file_name().ok_or_else(|| io::Error::other(format!("{}: not a file name", path.display())))?;
+    write_files(dir, &[(PathBuf::from(name), text.to_string())])
+}

@@ -90,6 +90,28 @@ A requests file has one request a line: METHOD URL [| Header: value]..., e.g.
 Exit status: 0 every answer the same; 1 some differ; 3 a fail-open (Apache refused,
 lighttpd served): never switch over then; 2 failure.")]
     Verify(VerifyArgs),
+    /// Load-test a URL with ab's flags and report, or compare Apache with the conversion
+    #[command(after_help = "\
+Examples:
+  lighten bench -n 10000 -c 20 -k http://127.0.0.1:8080/index.html
+  lighten bench -t 10 -c 50 --json http://127.0.0.1/ > run.json
+  lighten bench -t 30 -c 20 -k --rate 2000 http://127.0.0.1/   (latency at a constant rate)
+  lighten bench --compare /etc/apache2/apache2.conf --path / --path /logo.png --repeat 3
+  lighten bench --compare ./site --server-name example.com --matrix --out results/
+
+The report has ab's layout (Server Software .. the percentage table) with times in
+milliseconds to the microsecond; failures are counted by kind (connect, receive or short
+body, length, exceptions, timeout) and non-2xx answers separately. Without -n or -t a run
+lasts 10 seconds. With --rate, latencies count from the time each request was due, so a
+stalled server is charged for the requests it held up (no coordinated omission).
+
+--compare starts the original Apache and the converted lighttpd in a sandbox (as verify
+does, with the real PHP backend), warms each up, runs the same load against each in
+turns (A B A B ...), samples each server's whole process tree (memory, CPU) during the
+runs, and writes compare.md, compare.json and SVG charts to --out.
+
+Exit status: 0 done; 1 done, but some requests failed; 2 failure.")]
+    Bench(BenchArgs),
     /// The whole scenario on bundled sites: convert, verify, then benchmark
     #[command(after_help = "\
 Example:
@@ -223,6 +245,69 @@ pub struct VerifyArgs {
     /// Keep the sandbox (configurations, logs) and say where
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The URL to load (http://host[:port]/path?query); not with --compare
+    #[arg(required_unless_present = "compare", conflicts_with = "compare")]
+    pub url: Option<String>,
+    /// Number of requests in all
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "seconds")]
+    pub requests: Option<u64>,
+    /// Stop sending after this many seconds [default: 10, when -n is not given]
+    #[arg(short = 't', long = "timelimit", value_name = "SECONDS")]
+    pub seconds: Option<f64>,
+    /// Connections open at once
+    #[arg(short = 'c', long = "concurrency", value_name = "C", default_value_t = 1)]
+    pub concurrency: usize,
+    /// Keep connections open between requests (HTTP/1.1 keep-alive)
+    #[arg(short = 'k', long = "keepalive")]
+    pub keep_alive: bool,
+    /// The request method
+    #[arg(short = 'X', long = "method", default_value = "GET")]
+    pub method: String,
+    /// A request header, `Name: value` (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Send at this constant rate (requests per second in all)
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Event-loop threads [default: 1 on a machine of two cores or fewer, else half the cores]
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Seconds to wait for an answer before a request counts as failed
+    #[arg(short = 's', long = "timeout", value_name = "SECONDS", default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Write ab's percentage table (0..100 %, time in ms) as CSV to this file
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Compare the Apache configuration with its conversion, side by side
+    #[arg(long, value_name = "CONFIG")]
+    pub compare: Option<PathBuf>,
+    /// The server to convert to (with --compare)
+    #[arg(long, value_enum, default_value = "lighttpd")]
+    pub target: Target,
+    /// A path (or full URL) to load, with --compare (repeatable) [default: /]
+    #[arg(long = "path", value_name = "P")]
+    pub paths: Vec<String>,
+    /// With --compare: the published grid, -n 100 / 1,000 / 10,000 x -c 5 / 50 / 100
+    #[arg(long)]
+    pub matrix: bool,
+    /// With --compare: runs per server and path; the report gives the median and range
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub repeat: usize,
+    /// With --compare: seconds of warm-up load before each run
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub warmup: f64,
+    /// With --compare: where compare.md, compare.json and the charts go
+    #[arg(long, value_name = "DIR", default_value = "lighten-compare")]
+    pub out: PathBuf,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -2,6 +2,8 @@
 //! prints.  The only module besides the diagnostic renderer that writes to the terminal.
 
 mod args;
+mod bench;
+mod compare;
 mod convert;
 mod demo;
 mod directives;
@@ -27,6 +29,7 @@ pub fn main() -> i32 {
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a),
         Command::Verify(a) => verify::run(a, color),
+        Command::Bench(a) => bench::run(a),
         Command::Demo(a) => demo::run(a, color),
     };
     // An interrupted run fails on its way out (its servers are being stopped); the

@@ -61,6 +61,11 @@ pub struct RunningApache {
 }
 
 impl RunningApache {
+    /// The Apache parent process (its children are its workers).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The sandbox port for an original port (80 -> 40123).
     pub fn port_for(&self, original: u16) -> Option<u16> {
         self.listeners.iter().find(|l| l.original == original).map(|l| l.port)

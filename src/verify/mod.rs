@@ -39,6 +39,13 @@ pub struct Options {
     pub tamper: Option<Tamper>,
 }
 
+impl Options {
+    /// No progress, no trace, nothing kept.
+    pub fn quiet() -> Options {
+        Options { keep: false, lua_trace: false, progress: None, tamper: None }
+    }
+}
+
 /// One answer, as much as the report shows.
 #[derive(Clone, Debug, Serialize)]
 pub struct Answer {
@@ -91,18 +98,34 @@ impl Verification {
     }
 }
 
-/// Starts both servers and replays `requests`.  `for_run` and `cfg` are the same
-/// configuration loaded twice (the sandbox rewrites one; `model` is built from the other).
-pub fn run(
+/// Apache on the original and lighttpd on its conversion, running side by side in one
+/// sandbox (the same copy of the files, the same PHP backend). Stopped on drop,
+/// lighttpd first.
+pub struct Pair {
+    pub lighttpd: lighttpd::RunningLighttpd,
+    pub apache: apache::RunningApache,
+    /// Original port -> (lighttpd's port, TLS).
+    pub lighttpd_ports: BTreeMap<u16, (u16, bool)>,
+    pub paths: apache::PathMap,
+    /// The conversion's report counts (exact, approximated, ...).
+    pub conversion: BTreeMap<String, usize>,
+    /// Where the sandbox was kept, when asked to keep it.
+    pub kept: Option<String>,
+    pub sandbox: Sandbox,
+}
+
+/// Starts both servers. `php_echo` puts the PHP backend in echo mode (every script
+/// answers with the variables it was given: routing without the application).
+pub fn launch(
     for_run: &Config,
     cfg: &Config,
     model: &Model,
-    requests: &[Request],
-    mut opts: Options,
-) -> std::io::Result<Verification> {
+    opts: &Options,
+    php_echo: bool,
+) -> std::io::Result<Pair> {
     let mut sb = Sandbox::new("lighten-verify-")?;
     let kept = opts.keep.then(|| sb.keep().display().to_string());
-    let a = apache::start(for_run, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None })?;
+    let a = apache::start(for_run, &sb, &apache::ApacheOptions { php_echo, rewrite_trace: None })?;
     let paths = apache::PathMap { root: a.root.clone() };
 
     // The converted site: the same copy of the files, the same PHP, its own ports.
@@ -138,7 +161,28 @@ pub fn run(
     }
     let first = lports.values().next().map(|(p, _)| *p).unwrap_or(80);
     let l = lighttpd::start(&out_dir.join("lighttpd.conf"), &sb, first)?;
+    Ok(Pair {
+        lighttpd: l,
+        apache: a,
+        lighttpd_ports: lports,
+        paths,
+        conversion: conv.report.counts.clone(),
+        kept,
+        sandbox: sb,
+    })
+}
 
+/// Starts both servers and replays `requests`.  `for_run` and `cfg` are the same
+/// configuration loaded twice (the sandbox rewrites one; `model` is built from the other).
+pub fn run(
+    for_run: &Config,
+    cfg: &Config,
+    model: &Model,
+    requests: &[Request],
+    mut opts: Options,
+) -> std::io::Result<Verification> {
+    let pair = launch(for_run, cfg, model, &opts, true)?;
+    let (a, lports, paths) = (&pair.apache, &pair.lighttpd_ports, &pair.paths);
     let custom = header_names(model);
     let default_host = model
         .vhosts
@@ -197,8 +241,8 @@ pub fn run(
             }
         };
         let head = req.method == "HEAD";
-        let sa = observe::observe(&ra, &paths, &cfg.sysroot, Some(&ev.outcome), head);
-        let sl = observe::observe(&rl, &paths, &cfg.sysroot, Some(&ev.outcome), head);
+        let sa = observe::observe(&ra, paths, &cfg.sysroot, Some(&ev.outcome), head);
+        let sl = observe::observe(&rl, paths, &cfg.sysroot, Some(&ev.outcome), head);
         let differences = compare(&ra, &rl, &sa.served, &sl.served, &custom, head);
         let fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
         let (vhost, rules, decided_at) = attribution(&ev, &cfg.sources);
@@ -216,9 +260,10 @@ pub fn run(
     if let Some(p) = opts.progress.as_mut() {
         p(total, total);
     }
-    drop(l);
-    drop(a);
-    Ok(Verification { comparisons, conversion: conv.report.counts.clone(), kept })
+    let kept = pair.kept.clone();
+    let conversion = pair.conversion.clone();
+    drop(pair);
+    Ok(Verification { comparisons, conversion, kept })
 }
 
 fn send(port: u16, tls: bool, req: &Request, headers: &[(String, String)]) -> std::io::Result<HttpResponse> {
