@@ -245,7 +245,7 @@ pub fn run(plan: &Plan, shared: &Shared, index: usize) -> std::io::Result<Tally>
         }
         let now = Instant::now();
         for ev in events.iter() {
-            w.event(ev.token().0, now);
+            w.event(ev.token().0, now, ev.is_read_closed() || ev.is_error());
         }
         for i in std::mem::take(&mut w.again) {
             if w.conns[i].phase == Phase::Idle {
@@ -339,7 +339,8 @@ impl Worker<'_> {
         }
     }
 
-    fn event(&mut self, i: usize, now: Instant) {
+    /// `closing`: the peer has closed (or the socket failed); read to the end.
+    fn event(&mut self, i: usize, now: Instant, closing: bool) {
         if i >= self.conns.len() {
             return;
         }
@@ -361,7 +362,7 @@ impl Worker<'_> {
                 self.write(i, now);
             }
             Phase::Writing => self.write(i, now),
-            Phase::Reading => self.read(i, now),
+            Phase::Reading => self.read(i, now, closing),
             Phase::Idle | Phase::Waiting => {
                 // The server may close a connection kept for the next request: notice
                 // it now, so the next request opens a new one instead of failing.
@@ -393,7 +394,7 @@ impl Worker<'_> {
         c.phase = Phase::Reading;
     }
 
-    fn read(&mut self, i: usize, now: Instant) {
+    fn read(&mut self, i: usize, now: Instant, closing: bool) {
         loop {
             let c = &mut self.conns[i];
             let Some(s) = c.stream.as_mut() else { return };
@@ -417,8 +418,10 @@ impl Worker<'_> {
                 Ok(Progress::Done { keep_alive }) => return self.finish(i, now, keep_alive),
                 Err(_) => return self.fail(i, Fail::Exceptions, now),
             }
-            // A short read emptied the socket; Linux signals the next bytes anew.
-            if n < space {
+            // A short read emptied the socket: Linux signals the next bytes (or the
+            // peer's close) with a new event. A close that came with this event has
+            // no event of its own: keep reading to see it.
+            if n < space && !closing {
                 return;
             }
         }

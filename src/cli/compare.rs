@@ -70,6 +70,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         bail!("--path: every URL must use the same port");
     }
     let servers = servers(&pair, port)?;
+    eprintln!(
+        "  Apache on 127.0.0.1:{}, lighttpd on 127.0.0.1:{} (sandbox {})",
+        servers[0].port,
+        servers[1].port,
+        pair.sandbox.path().display()
+    );
     let plan = Plan {
         loads: loads.into_iter().map(|(_, l)| l).collect(),
         repeat: a.repeat.max(1),

@@ -129,3 +129,18 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Whether a program runs here (`cmd -v` exits).
+pub fn have(cmd: &str) -> bool {
+    Command::new(cmd).arg("-v").output().is_ok()
+}
+
+/// Whether Apache and lighttpd are installed; in CI their absence fails the test.
+pub fn servers_present() -> bool {
+    if have("apache2") && have("lighttpd") {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "apache2 and lighttpd must be installed");
+    eprintln!("skipped: apache2 or lighttpd is not installed");
+    false
+}
