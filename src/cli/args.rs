@@ -118,7 +118,13 @@ Example:
   lighten demo
 
 Converts the bundled Plesk-style server (WordPress + WP Super Cache, a static site),
-verifies the conversion against Apache side by side, and prints where the output went.")]
+verifies the conversion against Apache side by side, then benchmarks both on this machine
+the way the published comparisons did: the WP Super Cache homepage (-n 1000 -c 5, and a
+keep-alive run), a 30 KB image over -n 100/1,000/10,000 x -c 5/50/100, and a 1,795-byte
+file with 20 keep-alive clients, each table beside the published figures. Takes a few
+minutes; --quick runs each load once, briefly.
+
+Exit status: 0 done; 1 some benchmark requests failed; 3 verify found a fail-open; 2 failure.")]
     Demo(DemoArgs),
     /// List the Apache directives lighten knows and what the lighttpd target does with each
     #[command(after_help = "\
@@ -317,6 +323,9 @@ pub struct DemoArgs {
     /// Where to write the conversion [default: a new folder under the temporary folder]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Short benchmark runs, one each (a check that everything works, not a measurement)
+    #[arg(long)]
+    pub quick: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,6 +1,7 @@
 //! `lighten demo`: the seed scenario on the bundled demo server, end to end.
 
 use super::args::DemoArgs;
+use crate::bench::compare::{Load, Plan};
 use crate::config::{self, LoadOptions};
 use crate::source::Sysroot;
 use crate::translate;
@@ -8,6 +9,7 @@ use crate::verify::derive;
 use crate::{model, output};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The demo server's files: beside the binary's sources (a clone of the repository).
 fn demo_root() -> anyhow::Result<PathBuf> {
@@ -88,11 +90,108 @@ pub fn run(a: DemoArgs, color: bool) -> anyhow::Result<i32> {
     }
     writeln!(stdout, "   full report: {}", report_path.display())?;
 
-    // 4. benchmark
+    // 4. benchmark: the three published experiments, on this machine
     writeln!(
         stdout,
-        "\n4. benchmark: not available yet (the benchmark command is the next issue); stopping here"
+        "\n4. benchmark: Apache and the converted lighttpd side by side (real PHP), the published experiments"
     )?;
+    stdout.flush()?;
+    let bench_dir = out_dir.join("bench");
+    let pair = crate::verify::launch(&for_run, &cfg, &model, &crate::verify::Options::quiet(), false)?;
+    let servers = super::compare::servers(&pair, 80)?;
+    let mut failed = false;
+    for e in experiments(a.quick) {
+        writeln!(stdout, "\n{}\n   published: {}", e.title, e.published)?;
+        stdout.flush()?;
+        let c = super::compare::run_plan(&e.plan, &servers)?;
+        failed |= c.loads.iter().flat_map(|l| &l.servers).any(|s| s.failed > 0);
+        for line in crate::bench::compare::text(&c).lines() {
+            writeln!(stdout, "   {line}")?;
+        }
+        let dir = bench_dir.join(e.slug);
+        super::compare::write(&c, &dir, e.title, &format!("Published, for context: {}", e.published))?;
+        writeln!(stdout, "   report and charts: {}", dir.join("compare.md").display())?;
+    }
+    drop(pair);
     writeln!(stdout, "\noutput: {}", out_dir.display())?;
-    Ok(if v.fail_open() > 0 { 3 } else { 0 })
+    Ok(if v.fail_open() > 0 {
+        3
+    } else if failed {
+        1
+    } else {
+        0
+    })
+}
+
+/// One of the published comparisons, as loads on the demo server.
+struct Experiment {
+    title: &'static str,
+    slug: &'static str,
+    published: &'static str,
+    plan: Plan,
+}
+
+/// The WP Super Cache homepage (ab -n 1000 -c 5, and a time-bounded keep-alive run),
+/// the ~30 KB image over the n x c grid, and the 1,795-byte file with 20 keep-alive
+/// clients. `quick` shortens every run (for the test suite).
+fn experiments(quick: bool) -> Vec<Experiment> {
+    let (repeat, warmup, seconds) = if quick { (1, 0.1, 0.5) } else { (3, 1.0, 5.0) };
+    let load = |label: String, host: &str, path: &str, n: Option<u64>, c: usize, k: bool| Load {
+        label,
+        path: path.into(),
+        host: host.into(),
+        method: "GET".into(),
+        headers: Vec::new(),
+        requests: n,
+        duration: if n.is_some() { None } else { Some(Duration::from_secs_f64(seconds)) },
+        concurrency: c,
+        keep_alive: k,
+        rate: None,
+    };
+    let plan = |loads: Vec<Load>, warm: f64| Plan {
+        loads,
+        repeat,
+        warmup: Duration::from_secs_f64(warm),
+        threads: None,
+        timeout: Duration::from_secs(30),
+        sample_every: Duration::from_millis(100),
+    };
+    let image = "/wp-content/uploads/2024/beach.jpg";
+    let mut grid = Vec::new();
+    for n in [100u64, 1000, 10_000] {
+        for c in [5usize, 50, 100] {
+            grid.push(load(format!("n={n} c={c}"), "shop.example", image, Some(n), c, false));
+        }
+    }
+    vec![
+        Experiment {
+            title: "WP Super Cache homepage (shop.example /, served from the cache by the rewrite rules)",
+            slug: "1-wpsc-homepage",
+            published: "ab -n 1000 -c 5: Apache 11.56 req/s, Max Load 6.4, Max Memory 87 MB; \
+                        lighttpd 12.33 req/s, Max Load 3.0, Max Memory 6 MB",
+            plan: plan(
+                vec![
+                    load("-n 1000 -c 5".into(), "shop.example", "/", Some(1000), 5, false),
+                    load(format!("-t {seconds} -c 5 -k"), "shop.example", "/", None, 5, true),
+                ],
+                warmup,
+            ),
+        },
+        Experiment {
+            title: "A 30 KB image (shop.example beach.jpg), requests x concurrency, no keep-alive",
+            slug: "2-image-matrix",
+            published: "25 KB image: lighttpd 12-25% faster than Apache 2.2 over n = 100 / 1,000 / 10,000 \
+                        x c = 5 / 50 / 100",
+            plan: plan(grid, warmup.min(0.5)),
+        },
+        Experiment {
+            title: "A 1,795-byte static file (static.example /page.html), 20 keep-alive clients",
+            slug: "3-static-1795",
+            published: "Cherokee 28,058 req/s, lighttpd 23,531, nginx 21,059, Apache 14,108",
+            plan: plan(
+                vec![load(format!("-t {seconds} -c 20 -k"), "static.example", "/page.html", None, 20, true)],
+                warmup,
+            ),
+        },
+    ]
 }

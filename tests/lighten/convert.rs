@@ -145,8 +145,8 @@ fn converting_keeps_other_files_and_replaces_its_own() {
     );
 }
 
-/// `lighten demo`: converts the bundled server, verifies it against Apache, and says
-/// where everything went.
+/// `lighten demo`: converts the bundled server, verifies it against Apache, benchmarks
+/// both (briefly, with --quick), and says where everything went.
 #[test]
 fn the_demo_runs_end_to_end() {
     if !(have("apache2", "-v") && have("lighttpd", "-v")) {
@@ -154,7 +154,7 @@ fn the_demo_runs_end_to_end() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let r = lighten(&["demo", "--out", &out.path().to_string_lossy()]);
+    let r = lighten(&["demo", "--quick", "--out", &out.path().to_string_lossy()]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("0 fail-open"), "{}", r.stdout);
     for f in ["lighttpd.conf", "report.md", "verify.txt", "verify.json", "lua/lighten_site.lua"] {
@@ -163,4 +163,23 @@ fn the_demo_runs_end_to_end() {
     let verify: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("verify.json")).unwrap()).unwrap();
     assert!(verify["comparisons"].as_array().unwrap().len() >= 100, "the demo verifies a real request set");
+    // The three published experiments, each with its report, beside the published figures.
+    for (dir, loads, published) in [
+        ("1-wpsc-homepage", 2, "Apache 11.56 req/s"),
+        ("2-image-matrix", 9, "12-25% faster"),
+        ("3-static-1795", 1, "Cherokee 28,058"),
+    ] {
+        assert!(r.stdout.contains(published), "{}", r.stdout);
+        let json = out.path().join("bench").join(dir).join("compare.json");
+        let c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let l = c["loads"].as_array().unwrap();
+        assert_eq!(l.len(), loads, "{dir}");
+        for s in l.iter().flat_map(|l| l["servers"].as_array().unwrap()) {
+            assert_eq!(s["failed"], 0, "{dir}: {s}");
+            assert_eq!(s["non_2xx"], 0, "{dir}: a benchmark of error pages: {s}");
+        }
+        assert!(out.path().join("bench").join(dir).join("rps.svg").is_file());
+    }
+    // Both servers answered each load with the same document.
+    assert!(!r.stdout.contains("different documents"), "{}", r.stdout);
 }
