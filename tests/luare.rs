@@ -1173,9 +1173,11 @@ fn fixture_regexes_compile_and_match_like_pcre2() {
             } else {
                 Options { caseless: *nocase, ..Options::default() }
             };
+            // With Apache's options the program carries its fast path, as the
+            // conversion emits it: the Lua fast paths are checked here too.
             match luare::compile_with(pattern, &options) {
                 Ok(c) => {
-                    programs.push(c);
+                    programs.push(if apache { luare::fast::attach(pattern, &options, c) } else { c });
                     compiled.push((pattern.clone(), *nocase, apache));
                 }
                 Err(e) if !apache => refused.push((pattern.clone(), e.reason.clone())),

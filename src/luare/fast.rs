@@ -6,6 +6,8 @@
 //! below check each against PCRE2.
 
 use super::Options;
+use super::ast::{Assertion, GroupKind, Node, RepeatMode};
+use super::byteset::ByteSet;
 
 /// What `lighten_re.lua` does instead of running the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +28,16 @@ pub enum Fast {
     Empty,
     /// At least one byte (`.` with DOTALL); the match is the first byte.
     NonEmpty,
+    /// The last byte is in the set (`^.*[^/]$`); the match is the whole subject.
+    LastIn(ByteSet),
+    /// At least `min` bytes of the set start the subject (`^[a-z0-9]+`); the match is
+    /// the whole run of them.
+    FirstRun { set: ByteSet, min: u32 },
+    /// One of the literals occurs (`^.*(a|bc).*$`); the match is the whole subject and
+    /// the group, when there is one (`groups` is 0 or 1), is the alternative PCRE
+    /// reports: the greedy `.*` makes it the one starting last, the first listed among
+    /// those starting there. `ci`: the literals are lower case, compare caselessly.
+    AnyWhole { alts: Vec<Vec<u8>>, groups: usize, ci: bool },
 }
 
 impl Fast {
@@ -48,8 +60,31 @@ impl Fast {
             Fast::ContainsWhole(b) => lit(b, 8),
             Fast::Empty => "{6,\"\"}".into(),
             Fast::NonEmpty => "{7,\"\"}".into(),
+            // Sets come folded from the parser: no case flag.
+            Fast::LastIn(set) => format!("{{9,\"\",set=\"{}\"}}", set.to_hex()),
+            Fast::FirstRun { set, min } => format!("{{10,\"\",set=\"{}\",min={min}}}", set.to_hex()),
+            Fast::AnyWhole { alts, groups, ci } => {
+                let list: Vec<String> = alts.iter().map(|a| crate::translate::lua::bytes(a)).collect();
+                format!(
+                    "{{11,\"\",alts={{{}}},ng={groups}{}}}",
+                    list.join(","),
+                    if *ci { ",ci=true" } else { "" }
+                )
+            }
         }
     }
+}
+
+/// `compiled` with its fast path attached when `pattern` has one: the program table then
+/// starts with `fast = {...}`, which `lighten_re.lua` runs instead of the machine (the
+/// machine's program stays, for searches that start later in the subject).
+pub fn attach(pattern: &str, opts: &Options, mut compiled: super::Compiled) -> super::Compiled {
+    if let Some(f) = fast(pattern, opts)
+        && compiled.program.starts_with('{')
+    {
+        compiled.program = format!("{{fast={},{}", f.lua(opts.caseless), &compiled.program[1..]);
+    }
+    compiled
 }
 
 /// The fast path for `pattern`, when there is one under `opts`.
@@ -78,9 +113,13 @@ pub fn fast(pattern: &str, opts: &Options) -> Option<Fast> {
         && anchored_end
         && let Some(mid) = body.strip_prefix(b".*").and_then(|b| b.strip_suffix(b".*"))
     {
-        return literal(mid).filter(|l| !l.is_empty()).map(Fast::ContainsWhole);
+        return match literal(mid) {
+            Some(l) if !l.is_empty() => Some(Fast::ContainsWhole(l)),
+            Some(_) => None,
+            None => shaped(pattern, opts),
+        };
     }
-    let lit = literal(body)?;
+    let Some(lit) = literal(body) else { return shaped(pattern, opts) };
     if lit.is_empty() {
         return None;
     }
@@ -90,6 +129,82 @@ pub fn fast(pattern: &str, opts: &Options) -> Option<Fast> {
         (false, true) => Fast::Suffix(lit),
         (false, false) => Fast::Contains(lit),
     })
+}
+
+/// Shapes recognised on the parsed tree (where `(?i)`, classes and escapes are resolved).
+fn shaped(pattern: &str, opts: &Options) -> Option<Fast> {
+    let parsed = super::parser::parse(pattern, opts).ok()?;
+    let Node::Concat(items) = &parsed.root else { return None };
+    let any = |n: &Node| match n {
+        Node::Repeat(r) => {
+            r.min == 0
+                && r.max.is_none()
+                && r.mode == RepeatMode::Greedy
+                && r.node.single_byte().is_some_and(|s| s.is_full())
+        }
+        _ => false,
+    };
+    match items.as_slice() {
+        [Node::Assert(Assertion::Start), dots, last, Node::Assert(Assertion::End)] if any(dots) => {
+            if let Some(set) = last.single_byte() {
+                return Some(Fast::LastIn(set));
+            }
+            None
+        }
+        [Node::Assert(Assertion::Start), Node::Repeat(r)]
+            if r.min <= 1 && r.max.is_none() && r.mode != RepeatMode::Lazy && parsed.groups == 0 =>
+        {
+            r.node.single_byte().map(|set| Fast::FirstRun { set, min: r.min })
+        }
+        [Node::Assert(Assertion::Start), d1, Node::Group(g), d2, Node::Assert(Assertion::End)]
+            if any(d1) && any(d2) =>
+        {
+            let groups = match g.kind {
+                GroupKind::Capture(1) if parsed.groups == 1 => 1,
+                GroupKind::NonCapture if parsed.groups == 0 => 0,
+                _ => return None,
+            };
+            let alts: Vec<&Node> = match &g.body {
+                Node::Alt(v) => v.iter().collect(),
+                other => vec![other],
+            };
+            let mut ci = None;
+            let mut out = Vec::new();
+            for a in alts {
+                let bytes: Vec<&Node> = match a {
+                    Node::Concat(v) => v.iter().collect(),
+                    Node::Literal { .. } => vec![a],
+                    _ => return None,
+                };
+                let mut lit = Vec::new();
+                for b in bytes {
+                    let Node::Literal { byte, caseless } = b else { return None };
+                    if !byte.is_ascii() {
+                        return None;
+                    }
+                    if byte.is_ascii_alphabetic() {
+                        // Every letter compared the same way, or no fast path.
+                        if *ci.get_or_insert(*caseless) != *caseless {
+                            return None;
+                        }
+                    }
+                    lit.push(*byte);
+                }
+                if lit.is_empty() {
+                    return None;
+                }
+                out.push(lit);
+            }
+            let ci = ci.unwrap_or(false);
+            if ci {
+                for l in &mut out {
+                    l.make_ascii_lowercase();
+                }
+            }
+            Some(Fast::AnyWhole { alts: out, groups, ci })
+        }
+        _ => None,
+    }
 }
 
 /// A run of literal bytes: no metacharacter, and backslash only before punctuation
@@ -161,6 +276,26 @@ mod tests {
             }
             Fast::Empty => s.is_empty().then(|| (0, 0, vec![])),
             Fast::NonEmpty => (!s.is_empty()).then(|| (0, 1, vec![])),
+            Fast::LastIn(set) => s.last().filter(|b| set.contains(**b)).map(|_| (0, s.len(), vec![])),
+            Fast::FirstRun { set, min } => {
+                let run = s.iter().take_while(|b| set.contains(**b)).count();
+                (run >= *min as usize).then(|| (0, run, vec![]))
+            }
+            Fast::AnyWhole { alts, groups, ci } => {
+                let x = if *ci { s.to_ascii_lowercase() } else { s.to_vec() };
+                let mut best: Option<(usize, usize)> = None;
+                for (k, l) in alts.iter().enumerate() {
+                    let last = x.windows(l.len()).rposition(|w| w == &l[..]);
+                    if let Some(i) = last
+                        && best.is_none_or(|(b, _)| i > b)
+                    {
+                        best = Some((i, k));
+                    }
+                }
+                let (i, k) = best?;
+                let g = if *groups == 1 { vec![Some(s[i..i + alts[k].len()].to_vec())] } else { vec![] };
+                Some((0, s.len(), g))
+            }
         }
     }
 
@@ -186,8 +321,19 @@ mod tests {
             "^/foo\\-bar$",
             "a\\/b",
             "^x$",
+            "^.*[^/]$",
+            "^.*/$",
+            "^.*[a-c]$",
+            "^[a-z0-9\\\"]+",
+            "^[^/]*",
+            "^x+",
+            "^.*(comment_author_|wordpress_logged_in|wp-postpass_).*$",
+            "^.*(a|ab|b).*$",
+            "^.*(?:Mobile|Android).*$",
+            "^.*(b|a).*$",
+            "^.*(aa|a).*$",
         ];
-        let subjects: [&[u8]; 16] = [
+        let subjects: [&[u8]; 24] = [
             b"",
             b"a",
             b"\n",
@@ -204,6 +350,14 @@ mod tests {
             b"f.html.gz",
             b"a/b\n",
             b"\xe9on\n",
+            b"/",
+            b"/blog/",
+            b"x/",
+            b"wordpress_logged_in_1=x; comment_author_2=y",
+            b"ab ba aab",
+            b"Mozilla (ANDROID) mobile",
+            b"\"Nokia\" 1",
+            b"xxxy",
         ];
         let mut checked = 0;
         for p in patterns {
@@ -220,7 +374,19 @@ mod tests {
 
     #[test]
     fn only_certain_shapes_are_recognised() {
-        for p in ["^(.*)/$", "a|b", "^[a-z]+$", "\\d", "x*", "^.*(a|b).*$", "\\w$", "caf\u{e9}", "^a\\sb$"] {
+        for p in [
+            "^(.*)/$",
+            "a|b",
+            "^[a-z]+$",
+            "\\d",
+            "x*",
+            "^.*(a|)$",
+            "^.*(a|b)(c).*$",
+            "\\w$",
+            "caf\u{e9}",
+            "^a\\sb$",
+            "^[a-z]+?",
+        ] {
             assert_eq!(fast(p, &Options::apache(false)), None, "{p}");
         }
         assert_eq!(

@@ -24,13 +24,8 @@ impl Site<'_> {
         let opts = crate::luare::Options::apache(caseless);
         match crate::luare::compile_with(pattern, &opts) {
             Ok(c) => {
-                // A literal or "everything" skips the regex machine (same match, same groups).
-                let program = match crate::luare::fast::fast(pattern, &opts) {
-                    Some(f) if c.program.starts_with('{') => {
-                        format!("{{fast={},{}", f.lua(caseless), &c.program[1..])
-                    }
-                    _ => c.program,
-                };
+                // Common shapes skip the regex machine (same match, same groups).
+                let program = crate::luare::fast::attach(pattern, &opts, c).program;
                 self.regexes.push((pattern.to_string(), caseless, program));
                 let i = self.regexes.len();
                 self.re_index.insert(key, i);

@@ -118,23 +118,29 @@ local function decode_path(raw)
   if not find(raw, "[%%]") and not find(raw, "//", 1, true) and not find(raw, "/%.") and byte(raw, 1) == 47 then
     return raw
   end
-  local out = {}
-  local i, n = 1, #raw
-  while i <= n do
-    local c = byte(raw, i)
-    if c == 37 then
-      local h, l = hexval(byte(raw, i + 1) or 0), hexval(byte(raw, i + 2) or 0)
+  -- Percent-decoding, a run of plain bytes at a time.
+  local s = raw
+  if find(raw, "%", 1, true) then
+    local out, n, i = {}, 0, 1
+    while true do
+      local p = find(raw, "%", i, true)
+      if not p then
+        n = n + 1
+        out[n] = sub(raw, i)
+        break
+      end
+      n = n + 1
+      out[n] = sub(raw, i, p - 1)
+      local h, l = hexval(byte(raw, p + 1) or 0), hexval(byte(raw, p + 2) or 0)
       if h == nil or l == nil then return nil, 400 end
       local v = h * 16 + l
       if v == 47 or v == 0 then return nil, 404 end
-      out[#out + 1] = string.char(v)
-      i = i + 3
-    else
-      out[#out + 1] = string.char(c)
-      i = i + 1
+      n = n + 1
+      out[n] = string.char(v)
+      i = p + 3
     end
+    s = table.concat(out, "", 1, n)
   end
-  local s = table.concat(out)
   if sub(s, 1, 1) ~= "/" then return nil, 400 end
   local trailing = ends(s, "/") or ends(s, "/.") or ends(s, "/..")
   local parts = {}

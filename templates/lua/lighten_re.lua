@@ -159,6 +159,39 @@ local function fast_exec(f, s)
   elseif k == 7 then
     if #s > 0 then return { [0] = sub(s, 1, 1), s = 1, e = 1 } end
     return nil
+  elseif k == 9 then
+    -- The last byte in the set: the whole subject.
+    local set = f.st or decode(f.set)
+    f.st = set
+    local n = #s
+    if n > 0 and set[byte(s, n)] then return { [0] = s, s = 1, e = n } end
+    return nil
+  elseif k == 10 then
+    -- A run of set bytes at the start, at least f.min long: the run.
+    local set = f.st or decode(f.set)
+    f.st = set
+    local j, n = 1, #s
+    while j <= n and set[byte(s, j)] do j = j + 1 end
+    if j - 1 >= f.min then return { [0] = sub(s, 1, j - 1), s = 1, e = j - 1 } end
+    return nil
+  elseif k == 11 then
+    -- One of the literals anywhere: the whole subject; the group is the alternative
+    -- starting last (greedy .* before it), the first listed among those starting there.
+    local x = f.ci and lower(s) or s
+    local alts, best, which = f.alts, 0, nil
+    for a = 1, #alts do
+      local lit, p, last = alts[a], 1, nil
+      while true do
+        local i = find(x, lit, p, true)
+        if not i then break end
+        last, p = i, i + 1
+      end
+      if last and last > best then best, which = last, a end
+    end
+    if not which then return nil end
+    local c = { [0] = s, s = 1, e = #s }
+    if f.ng == 1 then c[1] = sub(s, best, best + #alts[which] - 1) end
+    return c
   end
   local lit = f[2]
   local x = f.ci and lower(s) or s

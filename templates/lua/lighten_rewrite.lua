@@ -65,15 +65,19 @@ local EMPTY = {}
 -- small helpers
 
 -- The first flag of kind `k` (RewriteRule::flag), or nil.
+-- The rule's flags by kind, built on first use and kept on the rule (site data lives
+-- as long as the Lua state).
 local function flag(rule, k)
-  local fl = rule.flags
-  if fl then
-    for i = 1, #fl do
-      local f = fl[i]
-      if f.k == k then return f end
+  local m = rule._fm
+  if not m then
+    m = {}
+    local fl = rule.flags
+    if fl then
+      for i = #fl, 1, -1 do m[fl[i].k] = fl[i] end
     end
+    rule._fm = m
   end
-  return nil
+  return m[k]
 end
 
 -- Byte-wise three-way compare (Rust's Ord for str; strcmp on unsigned bytes).  Lua's own
@@ -224,58 +228,38 @@ local function map_lookup(inner, rc, cc, esc, env)
   return ""
 end
 
---- Expands `s` as do_expand() does: `$N` from `rc` (the rule's captures), `%N` from `cc`
---- (the last matched condition's), `%{VAR}` through env:var, `${map:key|default}` through
---- env:map, `\` taking the next byte literally.  Captures are lighten_re's (caps[0] the
---- whole match, `false` for a group that did not take part).  `esc` ([B] and friends, as
---- for escape_backref) escapes `$N`/`%N`; nil for none.  When `marks` is a table, the
---- byte ranges of the result that came from back-references and maps are appended to it
---- as pairs (first, last), 1-based and inclusive.
-function M.expand(s, rc, cc, esc, env, marks)
-  local i = find(s, "[\\$%%]")
-  if not i then return s end
-  -- The pieces of the result: the first in `one`, a table only from the second on (a
-  -- test string is often a lone %{VAR}).
-  local one, out, n, len = nil, nil, 0, 0
+-- Templates (substitutions, test strings, flag values: all from the configuration)
+-- parsed once into flat {kind, value, kind, value, ...} lists: 0 literal text, 2 `$N`,
+-- 3 `%N`, 4 `%{VAR}` (value: the name, itself a template), 5 `${map:...}` (value: what
+-- is between the braces). Bounded, in case something unexpected is expanded.
+local templates, ntemplates = {}, 0
+
+local function parse_template(s)
+  local ops = {}
   local start = 1
+  local i = find(s, "[\\$%%]")
   while i do
     local nx = byte(s, i + 1)
-    local v, after, mark = nil, nil, false
-    if nx == nil then
-      break
-    elseif byte(s, i) == 92 then
-      v, after = sub(s, i + 1, i + 1), i + 2
+    if nx == nil then break end
+    local c = byte(s, i)
+    local kind, val, after = nil, nil, nil
+    if c == 92 then
+      kind, val, after = 0, sub(s, i + 1, i + 1), i + 2
     elseif nx >= 48 and nx <= 57 then
-      v = (byte(s, i) == 36 and rc or cc)[nx - 48] or ""
-      if esc then v = escape_backref(v, esc) end
-      after, mark = i + 2, true
+      kind, val, after = (c == 36) and 2 or 3, nx - 48, i + 2
     elseif nx == 123 then
       local close = find_close(s, i + 2)
       if close then
-        local inner = sub(s, i + 2, close - 1)
-        if byte(s, i) == 37 then
-          -- The variable name is expanded too (%{HTTP:X-$1} is legal).
-          v = env:var(expand(inner, rc, cc, esc, env))
-        else
-          v, mark = map_lookup(inner, rc, cc, esc, env), true
-        end
-        after = close + 1
+        kind, val, after = (c == 37) and 4 or 5, sub(s, i + 2, close - 1), close + 1
       end
     end
-    if v then
+    if kind then
       if i > start then
-        local lit = sub(s, start, i - 1)
-        if n == 0 then one = lit elseif n == 1 then out = { one, lit } else out[n + 1] = lit end
-        n = n + 1
-        len = len + (i - start)
+        ops[#ops + 1] = 0
+        ops[#ops + 1] = sub(s, start, i - 1)
       end
-      if mark and marks then
-        marks[#marks + 1] = len + 1
-        marks[#marks + 1] = len + #v
-      end
-      if n == 0 then one = v elseif n == 1 then out = { one, v } else out[n + 1] = v end
-      n = n + 1
-      len = len + #v
+      ops[#ops + 1] = kind
+      ops[#ops + 1] = val
       start = after
       i = find(s, "[\\$%%]", after)
     else
@@ -284,13 +268,60 @@ function M.expand(s, rc, cc, esc, env, marks)
     end
   end
   if start <= #s then
-    local rest = sub(s, start)
-    if n == 0 then return rest end
-    if n == 1 then return one .. rest end
-    out[n + 1] = rest
-    n = n + 1
+    ops[#ops + 1] = 0
+    ops[#ops + 1] = sub(s, start)
   end
-  if n == 0 then return "" end
+  return ops
+end
+
+--- Expands `s` as do_expand() does: `$N` from `rc` (the rule's captures), `%N` from `cc`
+--- (the last matched condition's), `%{VAR}` through env:var, `${map:key|default}` through
+--- env:map, `\` taking the next byte literally.  Captures are lighten_re's (caps[0] the
+--- whole match, `false` for a group that did not take part).  `esc` ([B] and friends, as
+--- for escape_backref) escapes `$N`/`%N`; nil for none.  When `marks` is a table, the
+--- byte ranges of the result that came from back-references and maps are appended to it
+--- as pairs (first, last), 1-based and inclusive.
+function M.expand(s, rc, cc, esc, env, marks)
+  local ops = templates[s]
+  if not ops then
+    ops = parse_template(s)
+    if ntemplates < 8192 then
+      templates[s] = ops
+      ntemplates = ntemplates + 1
+    end
+  end
+  local nops = #ops
+  if nops == 0 then return "" end
+  if nops == 2 and ops[1] == 0 then return ops[2] end
+  local out, n, len = nil, 0, 0
+  local one
+  for k = 1, nops, 2 do
+    local kind, val = ops[k], ops[k + 1]
+    local v, mark = nil, false
+    if kind == 0 then
+      v = val
+    elseif kind == 2 then
+      v = rc[val] or ""
+      if esc then v = escape_backref(v, esc) end
+      mark = true
+    elseif kind == 3 then
+      v = cc[val] or ""
+      if esc then v = escape_backref(v, esc) end
+      mark = true
+    elseif kind == 4 then
+      -- The variable name is expanded too (%{HTTP:X-$1} is legal).
+      v = env:var(expand(val, rc, cc, esc, env))
+    else
+      v, mark = map_lookup(val, rc, cc, esc, env), true
+    end
+    if mark and marks then
+      marks[#marks + 1] = len + 1
+      marks[#marks + 1] = len + #v
+    end
+    if n == 0 then one = v elseif n == 1 then out = { one, v } else out[n + 1] = v end
+    n = n + 1
+    len = len + #v
+  end
   if n == 1 then return one end
   return concat(out, "", 1, n)
 end
@@ -489,15 +520,19 @@ local function apply_rule(rule, subject, perdir, state, env, trace)
   local vary
   if conds then
     local i, nc = 1, #conds
+    -- The headers one condition reads, in a table reused across conditions.
+    local vc = {}
     while i <= nc do
       local c = conds[i]
-      env.vary_cond = {}
+      env.vary_cond = vc
       local ok, ncc, cwhy = apply_cond(c, rc, cc, env, trace)
-      if not c.novary then
-        for _, h in ipairs(env.vary_cond) do
+      local nv = #vc
+      if nv > 0 then
+        if not c.novary then
           vary = vary or {}
-          vary[#vary + 1] = h
+          for k = 1, nv do vary[#vary + 1] = vc[k] end
         end
+        for k = nv, 1, -1 do vc[k] = nil end
       end
       env.vary_cond = nil
       if ok == nil then
