@@ -17,6 +17,7 @@ pub mod luare;
 pub mod model;
 pub mod output;
 pub mod par;
+pub mod plan;
 pub mod run;
 pub mod source;
 pub mod syntax;

@@ -61,15 +61,27 @@ Examples:
   lighten convert --sysroot fixtures/wp-super-cache --server-name example.test \\
       fixtures/wp-super-cache/var/www/html --out /tmp/wpsc --listen 127.0.0.1:8080
   lighten convert /var/www/vhosts --out out --listen 80=127.0.0.1:8080 --listen 443=127.0.0.1:8443
+  lighten convert /etc/apache2/apache2.conf --out /etc/lighttpd/from-apache --dry-run
 
 The output folder receives lighttpd.conf (run it with lighttpd -D -f OUT/lighttpd.conf),
 lua/ (the runtime and the site as data), report.md and report.json. Files are replaced
-one by one, atomically; other files in the folder are left alone.
+one by one, atomically; a file replaced with other content is kept as NAME.lighten-bak;
+other files in the folder are left alone. --dry-run writes nothing and prints the diff
+between the folder and what would be written.
 
 Exit status: 0 everything translated exactly; 1 something was approximated or is
 unsupported (see report.md; unsupported parts fail closed with 403); 2 failure, or with
---strict anything inexact (then nothing is written).")]
+--strict anything inexact (then nothing is written). With --dry-run, diff's: 0 nothing
+would change, 1 something would, 2 trouble.")]
     Convert(ConvertArgs),
+    /// Compare two conversion outputs, file by file (a unified diff)
+    #[command(after_help = "\
+Examples:
+  lighten diff /srv/lighttpd.old /srv/lighttpd
+  lighten convert site/ --out new/ && lighten diff current/ new/ --stat
+
+Exit status, as diff's: 0 the same, 1 different, 2 trouble.")]
+    Diff(DiffArgs),
     /// Run Apache and the converted lighttpd side by side and prove they answer the same
     #[command(after_help = "\
 Examples:
@@ -225,8 +237,23 @@ pub struct ConvertArgs {
     /// Print the report as JSON on standard output
     #[arg(long)]
     pub json: bool,
+    /// Write nothing: show the diff between --out now and what would be written
+    /// (exit 0 the same, 1 different, 2 trouble)
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The older output folder
+    pub old: PathBuf,
+    /// The newer output folder
+    pub new: PathBuf,
+    /// Only the summary line
+    #[arg(long)]
+    pub stat: bool,
 }
 
 #[derive(Args, Debug)]

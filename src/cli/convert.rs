@@ -2,24 +2,38 @@
 
 use super::args::ConvertArgs;
 use super::inspect::load_options;
+use crate::config::LoadOptions;
 use crate::translate::{self, Options};
-use crate::{config, model};
+use crate::{config, model, plan};
 use anyhow::Context;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
-    let opts = load_options(&a.load);
-    let mut cfg = config::load(&a.config, &opts)?;
+/// A conversion computed and not yet written.
+pub struct Prepared {
+    pub conv: translate::Conversion,
+    pub out_dir: PathBuf,
+    pub runtime_dir: PathBuf,
+}
+
+/// Loads `config` and converts it for `out` (absolute paths in the output point there).
+pub fn prepare(
+    config: &Path,
+    load: &LoadOptions,
+    out: &Path,
+    listen: &[String],
+    runtime_dir: Option<&Path>,
+) -> anyhow::Result<Prepared> {
+    let mut cfg = config::load(config, load)?;
     let (model, _) = model::build(&mut cfg);
-    let out_dir = absolute(&a.out)?;
-    let runtime_dir = match &a.runtime_dir {
+    let out_dir = absolute(out)?;
+    let runtime_dir = match runtime_dir {
         Some(d) => absolute(d)?,
         None => out_dir.join("run"),
     };
-    let mut listen = Vec::new();
-    for l in &a.listen {
-        listen.push(parse_listen(l).map_err(anyhow::Error::msg)?);
+    let mut listeners = Vec::new();
+    for l in listen {
+        listeners.push(parse_listen(l).map_err(anyhow::Error::msg)?);
     }
     let sysroot = match cfg.sysroot.root() {
         Some(r) => crate::source::Sysroot::at(absolute(r)?),
@@ -27,7 +41,7 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
     };
     let topts = Options {
         out_dir: out_dir.clone(),
-        listen,
+        listen: listeners,
         runtime_dir: runtime_dir.clone(),
         map_path: Box::new(move |p: &str| {
             // Under --sysroot, paths point into the copy when it has them.
@@ -46,6 +60,13 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
         trace: std::env::var_os("LIGHTEN_LUA_TRACE").is_some(),
     };
     let conv = translate::convert(&model, &cfg, &topts);
+    Ok(Prepared { conv, out_dir, runtime_dir })
+}
+
+pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
+    let opts = load_options(&a.load);
+    let p = prepare(&a.config, &opts, &a.out, &a.listen, a.runtime_dir.as_deref())?;
+    let (conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
     if a.strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
         for e in
@@ -55,9 +76,26 @@ pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
         }
         return Ok(2);
     }
-    crate::output::write_files(&out_dir, &conv.files)?;
+    if a.dry_run {
+        // Nothing is written: the diff between the folder and what would be written.
+        let changes = plan::diff_files(&out_dir, &conv.files)?;
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(plan::render(&changes, color).as_bytes())?;
+        writeln!(stdout, "dry run, nothing written to {}: {}", out_dir.display(), plan::summary(&changes))?;
+        return Ok(if changes.iter().all(|c| c.kind == plan::Kind::Same) { 0 } else { 1 });
+    }
+    let applied = plan::apply(&out_dir, &conv.files)?;
     std::fs::create_dir_all(&runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
     let mut stdout = std::io::stdout().lock();
+    if !a.json && !applied.backups.is_empty() {
+        writeln!(
+            stdout,
+            "replaced {} file(s); the previous versions are kept as *{}",
+            applied.backups.len(),
+            plan::apply::BACKUP_SUFFIX
+        )?;
+    }
     if a.json {
         stdout.write_all(conv.report.to_json().as_bytes())?;
     } else {

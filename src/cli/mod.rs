@@ -6,6 +6,7 @@ mod bench;
 mod compare;
 mod convert;
 mod demo;
+mod diff;
 mod directives;
 mod explain;
 mod inspect;
@@ -28,6 +29,7 @@ pub fn main() -> i32 {
         Command::Directives(a) => directives::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a),
+        Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
         Command::Bench(a) => bench::run(a),
         Command::Demo(a) => demo::run(a, color),
