@@ -4,6 +4,7 @@
 mod bench;
 mod convert;
 mod convert_diff;
+mod dry_run;
 mod explain;
 mod helpers;
 mod inspect;
