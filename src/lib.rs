@@ -19,6 +19,7 @@ pub mod output;
 pub mod par;
 pub mod plan;
 pub mod run;
+pub mod settings;
 pub mod source;
 pub mod syntax;
 pub mod translate;

@@ -15,6 +15,11 @@ pub struct Cli {
     /// When to colour diagnostics
     #[arg(long, value_enum, default_value = "auto", global = true)]
     pub color: ColorChoice,
+    /// The settings file (TOML) with defaults for flags [default: the first of
+    /// $LIGHTEN_SETTINGS, ./lighten.toml, ~/.config/lighten/lighten.toml,
+    /// /etc/lighten/lighten.toml]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub settings: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -138,6 +143,19 @@ minutes; --quick runs each load once, briefly.
 
 Exit status: 0 done; 1 some benchmark requests failed; 3 verify found a fail-open; 2 failure.")]
     Demo(DemoArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = "\
+Examples:
+  lighten completions bash > /etc/bash_completion.d/lighten
+  lighten completions zsh > \"${fpath[1]}/_lighten\"
+  lighten completions fish > ~/.config/fish/completions/lighten.fish")]
+    Completions(CompletionsArgs),
+    /// Write the man pages (lighten.1 and one per command)
+    #[command(after_help = "\
+Examples:
+  lighten man --out /usr/local/share/man/man1 && mandb -q
+  lighten man | man -l -")]
+    Man(ManArgs),
     /// List the Apache directives lighten knows and what the lighttpd target does with each
     #[command(after_help = "\
 Examples:
@@ -221,13 +239,17 @@ pub struct ConvertArgs {
     /// The server to convert to
     #[arg(long, value_enum, default_value = "lighttpd")]
     pub target: Target,
-    /// The folder to write to (created if missing)
+    /// The folder to write to (created if missing) [default: `out` in the settings file]
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
     /// for one of them (repeatable)
     #[arg(long, value_name = "[PORT=]ADDR:PORT")]
     pub listen: Vec<String>,
+    /// Send PHP here instead of the backend the configuration names: a socket path
+    /// (`unix:/run/php/php8.2-fpm.sock` or `/run/...`) or HOST:PORT
+    #[arg(long, value_name = "ADDR")]
+    pub php_backend: Option<String>,
     /// Where lighttpd keeps its pid file, logs and sockets [default: OUT/run]
     #[arg(long, value_name = "DIR")]
     pub runtime_dir: Option<PathBuf>,
@@ -243,6 +265,21 @@ pub struct ConvertArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Write lighten.1 and lighten-<command>.1 into this folder [default: lighten.1 to
+    /// standard output]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -333,11 +370,13 @@ pub struct BenchArgs {
     #[arg(long)]
     pub matrix: bool,
     /// With --compare: runs per server and path; the report gives the median and range
-    #[arg(long, value_name = "K", default_value_t = 3)]
-    pub repeat: usize,
-    /// With --compare: seconds of warm-up load before each run
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
-    pub warmup: f64,
+    /// [default: 3, or `repeat` under [bench] in the settings file]
+    #[arg(long, value_name = "K")]
+    pub repeat: Option<usize>,
+    /// With --compare: seconds of warm-up load before each run [default: 1, or `warmup`
+    /// under [bench] in the settings file]
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup: Option<f64>,
     /// With --compare: where compare.md, compare.json and the charts go
     #[arg(long, value_name = "DIR", default_value = "lighten-compare")]
     pub out: PathBuf,

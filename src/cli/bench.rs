@@ -12,9 +12,9 @@ use std::time::Duration;
 /// Raised by Ctrl-C during a plain run: the run stops and reports what it did.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
+pub fn run(a: BenchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32> {
     if a.compare.is_some() {
-        return super::compare::run(a);
+        return super::compare::run(a, file);
     }
     let url = a.url.clone().context("a URL to load is needed")?;
     let s = settings(&a, &url)?;

@@ -3,6 +3,7 @@
 use super::args::ConvertArgs;
 use super::inspect::load_options;
 use crate::config::LoadOptions;
+use crate::settings::{Policy, Settings};
 use crate::translate::{self, Options};
 use crate::{config, model, plan};
 use anyhow::Context;
@@ -24,8 +25,34 @@ pub fn prepare(
     listen: &[String],
     runtime_dir: Option<&Path>,
 ) -> anyhow::Result<Prepared> {
+    prepare_with(config, load, out, listen, runtime_dir, None)
+}
+
+/// [`prepare`], with PHP sent to `php_backend` (a socket path or HOST:PORT) instead of the
+/// backend the configuration names.
+pub fn prepare_with(
+    config: &Path,
+    load: &LoadOptions,
+    out: &Path,
+    listen: &[String],
+    runtime_dir: Option<&Path>,
+    php_backend: Option<&str>,
+) -> anyhow::Result<Prepared> {
     let mut cfg = config::load(config, load)?;
     let (model, _) = model::build(&mut cfg);
+    prepare_model(&cfg, &model, out, listen, runtime_dir, php_backend)
+}
+
+/// [`prepare_with`] for a configuration already loaded and modelled (`lighten batch`
+/// reads its diagnostics before converting).
+pub fn prepare_model(
+    cfg: &config::Config,
+    model: &model::Model,
+    out: &Path,
+    listen: &[String],
+    runtime_dir: Option<&Path>,
+    php_backend: Option<&str>,
+) -> anyhow::Result<Prepared> {
     let out_dir = absolute(out)?;
     let runtime_dir = match runtime_dir {
         Some(d) => absolute(d)?,
@@ -55,19 +82,28 @@ pub fn prepare(
                 p.to_string()
             }
         }),
-        php_backend: None,
+        php_backend: php_backend.map(|b| b.strip_prefix("unix:").unwrap_or(b).to_string()),
         fallback_cert: None,
         trace: std::env::var_os("LIGHTEN_LUA_TRACE").is_some(),
     };
-    let conv = translate::convert(&model, &cfg, &topts);
+    let conv = translate::convert(model, cfg, &topts);
     Ok(Prepared { conv, out_dir, runtime_dir })
 }
 
-pub fn run(a: ConvertArgs) -> anyhow::Result<i32> {
+pub fn run(a: ConvertArgs, settings: &Settings) -> anyhow::Result<i32> {
     let opts = load_options(&a.load);
-    let p = prepare(&a.config, &opts, &a.out, &a.listen, a.runtime_dir.as_deref())?;
+    // Flags first, then the settings file.
+    let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
+        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
+    };
+    let listen =
+        if a.listen.is_empty() { settings.listen.clone().unwrap_or_default() } else { a.listen.clone() };
+    let runtime_dir = a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone());
+    let php = a.php_backend.clone().or_else(|| settings.php_backend.clone());
+    let strict = a.strict || settings.approximations == Some(Policy::Refuse);
+    let p = prepare_with(&a.config, &opts, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
     let (conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
-    if a.strict && conv.report.inexact() {
+    if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
         for e in
             conv.report.entries.iter().filter(|e| matches!(e.fate.label(), "approximated" | "unsupported"))

@@ -10,6 +10,7 @@ mod diff;
 mod directives;
 mod explain;
 mod inspect;
+mod manual;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
@@ -24,14 +25,23 @@ pub fn main() -> i32 {
         ColorChoice::Never => false,
         ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
+    let settings = match crate::settings::load(cli.settings.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lighten: settings: {e}");
+            return 2;
+        }
+    };
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a, color),
         Command::Directives(a) => directives::run(a),
+        Command::Completions(a) => manual::completions(a),
+        Command::Man(a) => manual::man(a),
         Command::Explain(a) => explain::run(a),
-        Command::Convert(a) => convert::run(a),
+        Command::Convert(a) => convert::run(a, &settings),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
-        Command::Bench(a) => bench::run(a),
+        Command::Bench(a) => bench::run(a, &settings),
         Command::Demo(a) => demo::run(a, color),
     };
     // An interrupted run fails on its way out (its servers are being stopped); the

@@ -12,4 +12,5 @@ mod properties;
 mod rewrite_diff;
 mod roundtrip;
 mod sandbox;
+mod settings;
 mod tidy;
