@@ -22,46 +22,19 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import free_port, start_lighttpd, stop, wait_port  # noqa: E402,F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "fixtures", "wp-super-cache")
 CACHED = "/wp-content/cache/supercache/example.test/index.html"
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def wait_port(port, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing listens on {port}")
-
-
-def start(conf, port):
-    p = subprocess.Popen(["lighttpd", "-D", "-f", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    wait_port(port)
-    return p
-
-
-def stop(p):
-    os.killpg(p.pid, signal.SIGINT)
-    try:
-        p.wait(5)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
+start = start_lighttpd
 
 
 def check(port, path, expect):

@@ -1334,11 +1334,19 @@ pub fn dirconf_regex_matches(re: &str, subject: &str) -> bool {
     dirconf::regex_search(re, subject)
 }
 
-/// The RewriteMaps a vhost's rules can use: its own, and the main server's only when
-/// RewriteOptions inherits them (`config_server_merge()`); the vhost's win on a name.
-pub fn rewrite_maps(model: &Model, vhost: Option<usize>) -> Vec<&crate::model::rewrite::RewriteMap> {
+/// How a vhost inherits the main server's rewrite configuration
+/// (`config_server_merge()`): its own RewriteOptions, else the main server's, plus the
+/// main server's `InheritDown*`, which a vhost's `IgnoreInherit` refuses.
+#[derive(Clone, Copy, Debug, Default)]
+struct Inherit {
+    /// The main server's rules come after the vhost's, and its maps are visible.
+    after: bool,
+    /// The main server's rules come before the vhost's, and its maps are visible.
+    before: bool,
+}
+
+fn inherit(model: &Model, i: usize) -> Inherit {
     let main = model.server.settings.rewrite();
-    let Some(i) = vhost else { return main.maps.iter().collect() };
     let v = model.vhosts[i].scope.settings.rewrite();
     let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
         c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
@@ -1347,11 +1355,20 @@ pub fn rewrite_maps(model: &Model, vhost: Option<usize>) -> Vec<&crate::model::r
     let opts = if own.is_empty() { base.clone() } else { own };
     let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
     let ignore = has(&opts, "ignoreinherit");
-    let inherits = has(&opts, "inherit")
-        || has(&opts, "inheritbefore")
-        || ((has(&base, "inheritdown") || has(&base, "inheritdownbefore")) && !ignore);
+    let before = has(&opts, "inheritbefore") || (has(&base, "inheritdownbefore") && !ignore);
+    let after = !before && (has(&opts, "inherit") || (has(&base, "inheritdown") && !ignore));
+    Inherit { after, before }
+}
+
+/// The RewriteMaps a vhost's rules can use: its own, and the main server's only when
+/// RewriteOptions inherits them; the vhost's win on a name.
+pub fn rewrite_maps(model: &Model, vhost: Option<usize>) -> Vec<&crate::model::rewrite::RewriteMap> {
+    let main = model.server.settings.rewrite();
+    let Some(i) = vhost else { return main.maps.iter().collect() };
+    let v = model.vhosts[i].scope.settings.rewrite();
     let mut maps: Vec<&crate::model::rewrite::RewriteMap> = v.maps.iter().collect();
-    if inherits {
+    let inh = inherit(model, i);
+    if inh.after || inh.before {
         maps.extend(main.maps.iter().filter(|m| !v.maps.iter().any(|x| x.name == m.name)));
     }
     maps
@@ -1369,22 +1386,14 @@ pub fn server_rules(model: &Model, vhost: Option<usize>) -> Vec<&RewriteRule> {
     if !v.engine.as_ref().or(main.engine.as_ref()).is_some_and(|e| e.value) {
         return Vec::new();
     }
-    let lower = |c: &crate::model::rewrite::RewriteConfig| -> Vec<String> {
-        c.options.iter().map(|o| o.value.to_ascii_lowercase()).collect()
-    };
-    let (own, base) = (lower(v), lower(main));
-    let opts = if own.is_empty() { base.clone() } else { own };
-    let has = |o: &[String], name: &str| o.iter().any(|x| x == name);
-    let ignore = has(&opts, "ignoreinherit");
+    let inh = inherit(model, i);
     let mut rules: Vec<&RewriteRule> = Vec::new();
-    if has(&opts, "inheritbefore") || (has(&base, "inheritdownbefore") && !ignore) {
+    if inh.before {
         rules.extend(main.rules.iter());
-        rules.extend(v.rules.iter());
-    } else if has(&opts, "inherit") || (has(&base, "inheritdown") && !ignore) {
-        rules.extend(v.rules.iter());
+    }
+    rules.extend(v.rules.iter());
+    if inh.after {
         rules.extend(main.rules.iter());
-    } else {
-        rules.extend(v.rules.iter());
     }
     rules
 }
