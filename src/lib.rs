@@ -5,6 +5,7 @@
 //! conditions applied) -> `model` (vhosts, scopes, typed settings) -> `inspect` (views).
 //! The `catalogue` knows every directive; `diagnostic` carries every finding.
 
+pub mod batch;
 pub mod bench;
 pub mod catalogue;
 pub mod cli;

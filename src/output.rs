@@ -1,28 +1,14 @@
-//! Writing generated files: each through a temporary file in its folder and a rename,
-//! so a reader never sees half a file and an interrupted run leaves the old one.
+//! Writing generated files into folders lighten owns (a sandbox, a demo's or a
+//! benchmark's output): atomic per file, synced once per call, no backups. Writes into
+//! an admin's output folder go through `plan::apply`, which keeps backups.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
-fn context(e: io::Error, what: &str, path: &Path) -> io::Error {
-    io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
-}
-
-/// Writes `files` (paths relative to `dir`); other files in `dir` are left alone.
+/// Writes `files` (paths relative to `dir`, never leaving it); other files in `dir` are
+/// left alone.
 pub fn write_files(dir: &Path, files: &[(PathBuf, String)]) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        let parent = path.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).map_err(|e| context(e, "creating", parent))?;
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(parent).map_err(|e| context(e, "writing in", parent))?;
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        tmp.persist(&path).map_err(|e| context(e.error, "replacing", &path))?;
-    }
-    Ok(())
+    crate::plan::apply::write_all(dir, files, false).map(|_| ())
 }
 
 /// Writes one file at `path` the same way (its folder is created when missing).

@@ -79,6 +79,32 @@ unsupported (see report.md; unsupported parts fail closed with 403); 2 failure, 
 --strict anything inexact (then nothing is written). With --dry-run, diff's: 0 nothing
 would change, 1 something would, 2 trouble.")]
     Convert(ConvertArgs),
+    /// Convert every hosting account of a Plesk server: one folder each, and all together
+    #[command(after_help = "\
+Examples:
+  lighten batch /var/www/vhosts --out /srv/lighttpd
+  lighten batch /var/www/vhosts --out /srv/lighttpd --jobs 4 \\
+      --server-config /etc/apache2/apache2.conf
+  lighten batch --sysroot ./copy ./copy/var/www/vhosts --out out --json > summary.json
+  lighten batch /var/www/vhosts --out /srv/lighttpd --dry-run
+  lighten batch /var/www/vhosts --out /srv/lighttpd --shard 2/3   (on the second of three machines)
+
+ROOT is a Plesk vhosts root (the folder holding system/<domain>/conf/httpd.conf). Each
+account is read alone inside the server-wide configuration (--server-config, else
+/etc/apache2/apache2.conf or /etc/httpd/conf/httpd.conf; without one, lighten's stand-in
+for Plesk's defaults, said so) and converted into OUT/<domain>/ as lighten convert writes
+it. The accounts that converted are also converted together into OUT/combined/, served by
+OUT/lighttpd.conf (run it with lighttpd -D -f OUT/lighttpd.conf). OUT/batch-summary.md and
+OUT/batch-summary.json give each account's status (exact, approximated, failed), its
+directives by fate, and its worst finding or the error that stopped it, with file:line.
+An account Apache would refuse (a syntax error, an unreadable file, an include cycle) is
+reported and the others go on. --shard K/N converts the accounts whose FNV-1a hash of the
+domain modulo N is K-1 and suffixes the shared names (batch-summary-shard-K-of-N.md, ...).
+
+Exit status: 0 every account exact; 1 some approximated or unsupported (they fail closed
+with 403); 2 some account failed. With --dry-run (nothing is written; the diffs are
+printed): 0 nothing would change, 1 something would, 2 trouble.")]
+    Batch(BatchArgs),
     /// Compare two conversion outputs, file by file (a unified diff)
     #[command(after_help = "\
 Examples:
@@ -143,6 +169,27 @@ minutes; --quick runs each load once, briefly.
 
 Exit status: 0 done; 1 some benchmark requests failed; 3 verify found a fail-open; 2 failure.")]
     Demo(DemoArgs),
+    /// Walk through a migration: pick the configuration and sites, preview, write, verify
+    #[command(after_help = "\
+Examples:
+  lighten wizard
+  lighten wizard --sysroot ./copy        (finds ./copy/etc/apache2/apache2.conf and the like)
+  lighten wizard --config /var/www/vhosts --vhost shop.example --vhost blog.example \\
+      --out /etc/lighttpd/from-apache --yes --no-verify --no-bench
+
+Asks, in order: which Apache configuration (Debian/Ubuntu's apache2.conf, RHEL's
+httpd.conf or a Plesk vhosts root, looked for under --sysroot), which sites to migrate,
+where to write; then shows what cannot be carried over exactly (and how it fails closed)
+and the diff against the output folder, asks before writing, offers verify and a short
+benchmark (when apache2 and lighttpd are installed), and ends with the commands to switch
+over and to roll back (printed, never run). Every question has a flag; --yes takes the
+default answer of every question no flag answers. Without a terminal, a question no flag
+answers is an error that names the flags (exit 2).
+
+Exit status: 0 written, everything exact; 1 written, but something is approximated or
+unsupported, verify found differences or benchmark requests failed; 3 verify found a
+fail-open; 2 failure or a question left unanswered; 130 cancelled (nothing written).")]
+    Wizard(WizardArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "\
 Examples:
@@ -263,6 +310,36 @@ pub struct ConvertArgs {
     /// (exit 0 the same, 1 different, 2 trouble)
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct BatchArgs {
+    /// A Plesk vhosts root (the folder holding system/<domain>/conf/httpd.conf)
+    pub root: PathBuf,
+    /// The folder to write to: one folder per account, lighttpd.conf for them all, the
+    /// summary (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Accounts converted at once [default: the number of cores]
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the summary (batch-summary.json) on standard output
+    #[arg(long, conflicts_with = "dry_run")]
+    pub json: bool,
+    /// Write nothing: print each account's diff and a summary line (exit 0 nothing would
+    /// change, 1 something would, 2 trouble)
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Convert only shard K of N (1-based): the accounts whose FNV-1a hash of the domain
+    /// modulo N is K-1
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::batch::Shard>,
+    /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
+    /// for one of them (repeatable)
+    #[arg(long, value_name = "[PORT=]ADDR:PORT")]
+    pub listen: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -392,6 +469,47 @@ pub struct DemoArgs {
     /// Short benchmark runs, one each (a check that everything works, not a measurement)
     #[arg(long)]
     pub quick: bool,
+}
+
+/// Each question of the wizard has its flag here; a flag given is a question not asked.
+#[derive(Args, Debug)]
+pub struct WizardArgs {
+    /// The Apache configuration: httpd.conf / apache2.conf, a Plesk vhosts root, or a
+    /// document root [asked; --yes: the first one found]
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// A site to migrate, by ServerName or ServerAlias (repeatable) [asked; --yes: all]
+    #[arg(long = "vhost", value_name = "NAME", conflicts_with = "all_vhosts")]
+    pub vhosts: Vec<String>,
+    /// Migrate every site
+    #[arg(long)]
+    pub all_vhosts: bool,
+    /// The folder to write the lighttpd setup to [asked; --yes: `out` in the settings
+    /// file, else lighten-out under --sysroot, else /etc/lighttpd/from-apache]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Listen here instead of Apache's listeners: ADDR:PORT, or APACHEPORT=ADDR:PORT
+    /// (repeatable; as convert's)
+    #[arg(long, value_name = "[PORT=]ADDR:PORT")]
+    pub listen: Vec<String>,
+    /// Accept the default answer of every question no flag answers, and write
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// After writing, run Apache and the conversion side by side and compare their answers
+    /// [asked; --yes: verify]
+    #[arg(long, overrides_with = "no_verify")]
+    pub verify: bool,
+    /// Do not verify
+    #[arg(long, overrides_with = "verify")]
+    pub no_verify: bool,
+    /// After writing, a short benchmark of both servers [asked; --yes: no benchmark]
+    #[arg(long, overrides_with = "no_bench")]
+    pub bench: bool,
+    /// Do not benchmark
+    #[arg(long, overrides_with = "bench")]
+    pub no_bench: bool,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 #[derive(Args, Debug)]

@@ -17,18 +17,8 @@ pub struct Prepared {
     pub runtime_dir: PathBuf,
 }
 
-/// Loads `config` and converts it for `out` (absolute paths in the output point there).
-pub fn prepare(
-    config: &Path,
-    load: &LoadOptions,
-    out: &Path,
-    listen: &[String],
-    runtime_dir: Option<&Path>,
-) -> anyhow::Result<Prepared> {
-    prepare_with(config, load, out, listen, runtime_dir, None)
-}
-
-/// [`prepare`], with PHP sent to `php_backend` (a socket path or HOST:PORT) instead of the
+/// Loads `config` and converts it for `out` (absolute paths in the output point there),
+/// with PHP sent to `php_backend` (a socket path or HOST:PORT) when given instead of the
 /// backend the configuration names.
 pub fn prepare_with(
     config: &Path,

@@ -23,6 +23,7 @@ pub fn load_options(a: &LoadArgs) -> LoadOptions {
         server_config: a.server_config.clone(),
         server_name: a.server_name.clone(),
         walk_limit: a.walk_limit,
+        plesk_domains: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! prints.  The only module besides the diagnostic renderer that writes to the terminal.
 
 mod args;
+mod batch;
 mod bench;
 mod compare;
 mod convert;
@@ -12,6 +13,7 @@ mod explain;
 mod inspect;
 mod manual;
 mod verify;
+mod wizard;
 
 use args::{Cli, ColorChoice, Command};
 use clap::Parser;
@@ -39,10 +41,12 @@ pub fn main() -> i32 {
         Command::Man(a) => manual::man(a),
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a, &settings),
+        Command::Batch(a) => batch::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
         Command::Bench(a) => bench::run(a, &settings),
         Command::Demo(a) => demo::run(a, color),
+        Command::Wizard(a) => wizard::run(a, &settings, color),
     };
     // An interrupted run fails on its way out (its servers are being stopped); the
     // interrupt handler finishes the cleanup and exits 130.

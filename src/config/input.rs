@@ -23,7 +23,10 @@ pub fn classify(fs: &Sysroot, apache_path: &str) -> Option<InputKind> {
     if !fs.is_dir(apache_path) {
         return None;
     }
-    if !plesk_domains(fs, apache_path).is_empty() {
+    // One domain is enough to tell (a server of thousands is listed once, by the loader).
+    let system = format!("{}/system", apache_path.trim_end_matches('/'));
+    let names = fs.list_dir(&system).unwrap_or_default();
+    if names.iter().any(|d| fs.is_file(&format!("{system}/{d}/conf/httpd.conf"))) {
         Some(InputKind::PleskRoot)
     } else {
         Some(InputKind::DocumentRoot)

@@ -52,6 +52,11 @@ pub struct LoadOptions {
     pub server_name: String,
     /// How many directory entries the search for .htaccess files may visit.
     pub walk_limit: usize,
+    /// For a Plesk root: read only these domains (`None`: every domain).  The server-wide
+    /// configuration is read as usual, but the generated `httpd.conf` of every other
+    /// domain is skipped wherever it is included from, so one hosting account can be
+    /// converted alone, in the context of its server.
+    pub plesk_domains: Option<Vec<String>>,
 }
 
 impl Default for LoadOptions {
@@ -64,6 +69,7 @@ impl Default for LoadOptions {
             server_config: None,
             server_name: "localhost".to_string(),
             walk_limit: DEFAULT_WALK_LIMIT,
+            plesk_domains: None,
         }
     }
 }
@@ -85,6 +91,8 @@ pub enum LoadError {
     NotFound(String),
     #[error("{path} is outside the sysroot {root}")]
     OutsideSysroot { path: String, root: String },
+    #[error("{root}: no domain {domain} (no system/{domain}/conf/httpd.conf)")]
+    NoSuchDomain { root: String, domain: String },
 }
 
 pub struct Config {
@@ -104,20 +112,7 @@ pub struct Config {
 /// Loads whatever `path` is (a host path; under a sysroot it must lie inside it).
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
     let fs = &opts.sysroot;
-    let apache_path = match fs.root() {
-        Some(root) => fs.apache_path(path).ok_or_else(|| LoadError::OutsideSysroot {
-            path: path.display().to_string(),
-            root: root.display().to_string(),
-        })?,
-        None => {
-            let abs = if path.is_absolute() {
-                path.to_path_buf()
-            } else {
-                std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
-            };
-            clean_path(&abs.to_string_lossy())
-        }
-    };
+    let apache_path = apache_path_of(path, fs)?;
     let kind =
         input::classify(fs, &apache_path).ok_or_else(|| LoadError::NotFound(path.display().to_string()))?;
     let parent = parent_dir(&apache_path);
@@ -137,8 +132,20 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
             }
         }
         InputKind::PleskRoot => {
-            domains = plesk_domains(fs, &apache_path);
-            items = load_plesk(&mut reader, opts, &apache_path, &domains);
+            let all = plesk_domains(fs, &apache_path);
+            domains = match &opts.plesk_domains {
+                None => all.clone(),
+                Some(only) => {
+                    let only: std::collections::BTreeSet<&str> = only.iter().map(String::as_str).collect();
+                    if let Some(d) =
+                        only.iter().find(|d| all.binary_search_by(|a| a.as_str().cmp(d)).is_err())
+                    {
+                        return Err(LoadError::NoSuchDomain { root: apache_path, domain: d.to_string() });
+                    }
+                    all.iter().filter(|d| only.contains(d.as_str())).cloned().collect()
+                }
+            };
+            items = load_plesk(&mut reader, opts, &apache_path, &all, &domains);
         }
         InputKind::DocumentRoot => {
             apply_defines(&mut reader, opts);
@@ -168,6 +175,35 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
         items,
         sysroot: fs.clone(),
         walk_limit: opts.walk_limit,
+    })
+}
+
+/// What `path` is, without reading any configuration: its kind, its Apache path and, for a
+/// Plesk root, every domain in it (whatever [`LoadOptions::plesk_domains`] selects).
+pub fn classify(path: &Path, opts: &LoadOptions) -> Result<Input, LoadError> {
+    let fs = &opts.sysroot;
+    let apache_path = apache_path_of(path, fs)?;
+    let kind =
+        input::classify(fs, &apache_path).ok_or_else(|| LoadError::NotFound(path.display().to_string()))?;
+    let domains = if kind == InputKind::PleskRoot { plesk_domains(fs, &apache_path) } else { Vec::new() };
+    Ok(Input { kind, path: apache_path, domains })
+}
+
+/// The path as Apache names it: inside the sysroot, or absolute and cleaned.
+fn apache_path_of(path: &Path, fs: &Sysroot) -> Result<String, LoadError> {
+    Ok(match fs.root() {
+        Some(root) => fs.apache_path(path).ok_or_else(|| LoadError::OutsideSysroot {
+            path: path.display().to_string(),
+            root: root.display().to_string(),
+        })?,
+        None => {
+            let abs = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+            };
+            clean_path(&abs.to_string_lossy())
+        }
     })
 }
 
@@ -217,19 +253,33 @@ fn parent_dir(p: &str) -> String {
     }
 }
 
+/// The server-wide configuration a Plesk root is read inside: `--server-config`, else the
+/// first of [`SERVER_CONFIGS`] under the sysroot.  `None`: lighten's stand-in
+/// (`templates/defaults/plesk.conf`) is assumed, with an `assumed-defaults` note.
+pub fn plesk_server_config(opts: &LoadOptions) -> Option<String> {
+    opts.server_config
+        .clone()
+        .or_else(|| SERVER_CONFIGS.iter().find(|p| opts.sysroot.is_file(p)).map(|p| p.to_string()))
+}
+
 /// A Plesk server: the server-wide config (given, found, or lighten's stand-in), then any
-/// domain whose generated httpd.conf that config did not reach.
+/// of `domains` whose generated httpd.conf that config did not reach.  The httpd.conf of
+/// the domains of `all` not in `domains` is not read, wherever it is included from.
 fn load_plesk(
     reader: &mut Reader,
     opts: &LoadOptions,
     root: &str,
+    all: &[String],
     domains: &[String],
 ) -> Vec<crate::config::Item> {
     let fs = reader.fs;
-    let found = opts
-        .server_config
-        .clone()
-        .or_else(|| SERVER_CONFIGS.iter().find(|p| fs.is_file(p)).map(|p| p.to_string()));
+    if domains.len() < all.len() {
+        let wanted: std::collections::BTreeSet<&String> = domains.iter().collect();
+        for d in all.iter().filter(|d| !wanted.contains(d)) {
+            reader.skip(&format!("{}/system/{d}/conf/httpd.conf", root.trim_end_matches('/')));
+        }
+    }
+    let found = plesk_server_config(opts);
     apply_defines(reader, opts);
     let mut items = Vec::new();
     match found {
@@ -334,5 +384,58 @@ impl Config {
     /// The parsed syntax of a file, for printing and round trips.
     pub fn syntax_of(&self, id: FileId) -> syntax::Document {
         syntax::parse(id, &self.sources.file(id).text).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_configs(cfg: &Config) -> Vec<String> {
+        cfg.sources
+            .files()
+            .filter(|(_, f)| f.kind == FileKind::ServerConfig)
+            .map(|(_, f)| f.apache_path.clone())
+            .collect()
+    }
+
+    /// The Plesk fixture reaches every domain's httpd.conf through Plesk's include chain
+    /// (`plesk.conf.d/vhosts/*.conf`, symbolic links); one domain read alone keeps the
+    /// server-wide files and passes over the others' wherever they are included from.
+    #[test]
+    fn one_domain_of_a_plesk_root() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/plesk");
+        let root = fixture.join("var/www/vhosts");
+        let mut opts = LoadOptions { sysroot: Sysroot::at(&fixture), ..LoadOptions::default() };
+        let all = load(&root, &opts).unwrap();
+        assert_eq!(all.input.domains, ["blog.example", "shop.example", "static.example"]);
+
+        opts.plesk_domains = Some(vec!["shop.example".to_string()]);
+        let one = load(&root, &opts).unwrap();
+        assert_eq!(one.input.domains, ["shop.example"]);
+        assert_eq!(classify(&root, &opts).unwrap().domains, all.input.domains, "classify lists every domain");
+        let files = server_configs(&one);
+        assert!(files.contains(&"/etc/apache2/plesk.conf.d/server.conf".to_string()), "{files:?}");
+        for f in [
+            "/etc/apache2/plesk.conf.d/vhosts/shop.example.conf",
+            "/var/www/vhosts/system/shop.example/conf/vhost.conf",
+            "/var/www/vhosts/system/shop.example/conf/vhost_ssl.conf",
+        ] {
+            assert!(files.contains(&f.to_string()), "{f} not read: {files:?}");
+        }
+        assert!(
+            !files.iter().any(|f| f.contains("blog.example") || f.contains("static.example")),
+            "{files:?}"
+        );
+        // Nothing new to report: the same diagnostics as the whole server's, minus the
+        // other domains' own.
+        let codes = |c: &Config| c.diagnostics.iter().map(|d| d.code.name()).collect::<Vec<_>>();
+        assert!(codes(&one).iter().all(|c| codes(&all).contains(c)), "{:?}", codes(&one));
+        assert_eq!(plesk_server_config(&opts), None, "the fixture has no apache2.conf: defaults assumed");
+        assert!(one.diagnostics.iter().any(|d| d.code == Code::AssumedDefaults));
+
+        opts.plesk_domains = Some(vec!["nope.example".to_string()]);
+        let e = load(&root, &opts).err().expect("an unknown domain is an error");
+        assert!(matches!(e, LoadError::NoSuchDomain { .. }), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! "how much of this site can lighten carry over".
 
 use super::scope::Scope;
+use super::{Htaccess, VirtualHost};
 use crate::catalogue::Status;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -21,6 +22,19 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// The directives of the main server, the virtual hosts and the .htaccess files read.
+    pub fn count(server: &Scope, vhosts: &[VirtualHost], htaccess: &[Htaccess]) -> Coverage {
+        let mut c = Coverage::default();
+        c.add_scope(server);
+        for v in vhosts {
+            c.add_scope(&v.scope);
+        }
+        for s in htaccess.iter().filter_map(|h| h.scope.as_ref()) {
+            c.add_scope(s);
+        }
+        c
+    }
+
     pub fn add_scope(&mut self, scope: &Scope) {
         scope.walk(&mut |s| {
             for d in &s.directives {

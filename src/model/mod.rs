@@ -17,6 +17,7 @@ pub mod htaccess;
 pub mod mime;
 pub mod rewrite;
 mod scope;
+mod select;
 pub mod server;
 pub mod settings;
 pub mod vhost;
@@ -82,16 +83,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         }
     }
     let htaccess = b.htaccess(config, &server, &vhosts);
-    let mut coverage = Coverage::default();
-    coverage.add_scope(&server);
-    for v in &vhosts {
-        coverage.add_scope(&v.scope);
-    }
-    for h in &htaccess {
-        if let Some(s) = &h.scope {
-            coverage.add_scope(s);
-        }
-    }
+    let coverage = Coverage::count(&server, &vhosts, &htaccess);
     let model = Model {
         input: config.input.clone(),
         apache_version: config.apache_version.clone(),
@@ -311,7 +303,7 @@ impl Builder {
             let mut roots: Vec<String> = v.document_root.iter().cloned().collect();
             roots.extend(main_aliases.clone());
             roots.extend(alias_targets(&v.scope));
-            let label = format!("vhost {} {}", i + 1, v.server_name.as_deref().unwrap_or("(no name)"));
+            let label = v.label(i);
             servers.push(Reach {
                 label,
                 index: Some(i),

@@ -57,6 +57,13 @@ pub struct VirtualHost {
     pub scope: Scope,
 }
 
+impl VirtualHost {
+    /// How reports name the vhost at index `i` of the model: `vhost 2 example.com`.
+    pub fn label(&self, i: usize) -> String {
+        format!("vhost {} {}", i + 1, self.server_name.as_deref().unwrap_or("(no name)"))
+    }
+}
+
 /// A section as listed in a merge order.
 #[derive(Clone, Debug, Serialize)]
 pub struct SectionRef {

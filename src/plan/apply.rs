@@ -1,6 +1,12 @@
-//! Writing a conversion: atomic per file (temporary file in the same folder, synced,
-//! renamed over the old one), with the replaced file kept as `NAME.lighten-bak`, and
-//! only inside the output folder.
+//! Writing a conversion: every file through a temporary file in its folder renamed over
+//! the old one (a reader never sees half a file), the replaced file kept as
+//! `NAME.lighten-bak`, and only inside the output folder.
+//!
+//! Durability is bought once per write, not once per file: all temporary files are
+//! written, the filesystem is synced (`syncfs`), then everything is renamed into place
+//! and synced again. A crash leaves each file either old or new, never empty, at the
+//! cost of two syncs instead of one per file (a server of 1,000 accounts is 18,000
+//! files).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +29,12 @@ pub struct Applied {
 /// content is not touched. A path that would leave `dir` is an error before anything is
 /// written.
 pub fn apply(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<Applied> {
+    write_all(dir, files, true)
+}
+
+/// Writes `files` into `dir` like [`apply`], without backups: for folders lighten owns
+/// (a sandbox, a demo's output).
+pub fn write_all(dir: &Path, files: &[(PathBuf, String)], backups: bool) -> std::io::Result<Applied> {
     use std::os::unix::fs::PermissionsExt;
     let mut checked = Vec::with_capacity(files.len());
     for (rel, text) in files {
@@ -30,6 +42,9 @@ pub fn apply(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<Applied
         checked.push((rel, text));
     }
     let mut done = Applied::default();
+    // (temporary file, where it goes), backups first so they land before what replaces them.
+    let mut staged: Vec<(tempfile::TempPath, PathBuf)> = Vec::new();
+    let mut staged_files: Vec<(tempfile::TempPath, PathBuf)> = Vec::new();
     for (rel, text) in checked {
         let path = dir.join(&rel);
         let parent = path.parent().unwrap_or(dir);
@@ -48,31 +63,54 @@ pub fn apply(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<Applied
                 done.unchanged.push(rel);
                 continue;
             }
-            Ok(old) => {
+            Ok(old) if backups => {
                 let mut name = rel.clone().into_os_string();
                 name.push(BACKUP_SUFFIX);
                 let backup = PathBuf::from(name);
-                write_atomic(&dir.join(&backup), &old, None)?;
+                staged.push((stage(&dir.join(&backup), &old, None)?, dir.join(&backup)));
                 done.backups.push(backup);
             }
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(ctx(e, "reading", &path)),
         }
-        write_atomic(&path, text.as_bytes(), Some(std::fs::Permissions::from_mode(0o644)))?;
+        let mode = Some(std::fs::Permissions::from_mode(0o644));
+        staged_files.push((stage(&path, text.as_bytes(), mode)?, path));
         done.written.push(rel);
     }
+    if staged.is_empty() && staged_files.is_empty() {
+        return Ok(done);
+    }
+    sync(dir)?;
+    for (tmp, path) in staged.into_iter().chain(staged_files) {
+        tmp.persist(&path).map_err(|e| ctx(e.error, "replacing", &path))?;
+    }
+    sync(dir)?;
     Ok(done)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8], mode: Option<std::fs::Permissions>) -> std::io::Result<()> {
+/// A temporary file beside `path` holding `bytes` (closed; removed if never renamed).
+fn stage(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<std::fs::Permissions>,
+) -> std::io::Result<tempfile::TempPath> {
     let parent = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| ctx(e, "writing in", parent))?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
     if let Some(m) = mode {
         tmp.as_file().set_permissions(m)?;
     }
-    tmp.persist(path).map_err(|e| ctx(e.error, "replacing", path))?;
+    Ok(tmp.into_temp_path())
+}
+
+/// Flushes the filesystem holding `dir` to disk.
+fn sync(dir: &Path) -> std::io::Result<()> {
+    let f = std::fs::File::open(dir).map_err(|e| ctx(e, "opening", dir))?;
+    // SAFETY: syncfs(2) takes an open file descriptor and touches no memory.
+    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) } != 0 {
+        return Err(ctx(std::io::Error::last_os_error(), "syncing", dir));
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The one integration-test binary: every test runs the real `lighten` or the library on
 //! fixtures from `fixtures/` and compares whole outputs with reviewed snapshots.
 
+mod batch;
 mod bench;
 mod convert;
 mod convert_diff;
@@ -14,3 +15,4 @@ mod roundtrip;
 mod sandbox;
 mod settings;
 mod tidy;
+mod wizard;

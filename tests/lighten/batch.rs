@@ -1,0 +1,249 @@
+//! `lighten batch` on a generated Plesk server of 200 WordPress + WP Super Cache accounts,
+//! three of them broken in the ways a real server breaks: an unclosed section, a
+//! `vhost.conf` nobody can read (a socket: unlike `chmod 000`, that stops root too), and
+//! an include cycle.  The broken ones are reported with `file:line:column` and the others
+//! converted; a second run and a dry run leave every byte as it was; two shards cover
+//! every account exactly once.
+
+use crate::helpers::{have, lighten};
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
+const ACCOUNTS: usize = 200;
+const UNCLOSED: &str = "d050.example";
+const UNREADABLE: &str = "d100.example";
+const CYCLE: &str = "d150.example";
+
+/// Writes the server under `root` (a sysroot): `var/www/vhosts/system/<domain>/conf/`
+/// with Plesk's generated httpd.conf (reduced to what routing needs) including the
+/// admin's vhost.conf, and the document root with WordPress + WP Super Cache's files.
+fn generate(root: &Path) {
+    let wp =
+        std::fs::read_to_string("fixtures/plesk/var/www/vhosts/shop.example/httpdocs/.htaccess").unwrap();
+    let cache =
+        std::fs::read_to_string("fixtures/wp-super-cache/var/www/html/wp-content/cache/.htaccess").unwrap();
+    for i in 0..ACCOUNTS {
+        let d = format!("d{i:03}.example");
+        let conf = root.join(format!("var/www/vhosts/system/{d}/conf"));
+        let docroot = root.join(format!("var/www/vhosts/{d}/httpdocs"));
+        std::fs::create_dir_all(&conf).unwrap();
+        std::fs::create_dir_all(docroot.join("wp-content/cache")).unwrap();
+        let httpd = format!(
+            "#ATTENTION!\n#\n#DO NOT MODIFY THIS FILE BECAUSE IT WAS GENERATED AUTOMATICALLY\n\n\
+             <VirtualHost *:80>\n\
+             \tServerName \"{d}\"\n\
+             \tServerAlias \"www.{d}\"\n\
+             \tUseCanonicalName Off\n\
+             \tDocumentRoot \"/var/www/vhosts/{d}/httpdocs\"\n\
+             \t<Directory /var/www/vhosts/{d}/httpdocs>\n\
+             \t\t<Files ~ (\\.php$)>\n\
+             \t\t\tSetHandler proxy:unix:/var/www/vhosts/system/{d}/php-fpm.sock|fcgi://127.0.0.1:9000\n\
+             \t\t</Files>\n\
+             \t\tOptions -Includes -ExecCGI\n\
+             \t</Directory>\n\
+             \tDirectoryIndex \"index.html\" \"index.php\"\n\
+             \t<Directory /var/www/vhosts/{d}>\n\
+             \t\tAllowOverride AuthConfig FileInfo Indexes Limit Options=Indexes,SymLinksIfOwnerMatch,FollowSymLinks\n\
+             \t</Directory>\n\
+             \tInclude \"/var/www/vhosts/system/{d}/conf/vhost.conf\"\n\
+             </VirtualHost>\n"
+        );
+        std::fs::write(conf.join("httpd.conf"), httpd).unwrap();
+        let vhost = conf.join("vhost.conf");
+        match d.as_str() {
+            UNCLOSED => {
+                std::fs::write(
+                    &vhost,
+                    format!("<Directory /var/www/vhosts/{d}/httpdocs>\n    Options -Indexes\n"),
+                )
+                .unwrap();
+            }
+            UNREADABLE => {
+                std::os::unix::net::UnixListener::bind(&vhost).expect("a socket where vhost.conf belongs");
+            }
+            CYCLE => {
+                std::fs::write(&vhost, format!("Include \"/var/www/vhosts/system/{d}/conf/httpd.conf\"\n"))
+                    .unwrap()
+            }
+            _ => std::fs::write(&vhost, "Header set X-Frame-Options SAMEORIGIN\n").unwrap(),
+        }
+        std::fs::write(docroot.join(".htaccess"), &wp).unwrap();
+        std::fs::write(docroot.join("wp-content/cache/.htaccess"), &cache).unwrap();
+        std::fs::write(docroot.join("index.php"), "<?php echo 'hi';\n").unwrap();
+    }
+}
+
+/// Every file under `dir` with a checksum of its bytes.
+fn checksums(dir: &Path) -> BTreeMap<String, u64> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(e.path()).unwrap().hash(&mut h);
+            (e.path().strip_prefix(dir).unwrap().display().to_string(), h.finish())
+        })
+        .collect()
+}
+
+fn batch(sysroot: &Path, out: &Path, extra: &[&str]) -> crate::helpers::Output {
+    let root = sysroot.join("var/www/vhosts");
+    let (sysroot, root, out) = (sysroot.to_str().unwrap(), root.to_str().unwrap(), out.to_str().unwrap());
+    let mut args = vec!["batch", "--sysroot", sysroot, root, "--out", out];
+    args.extend(extra);
+    lighten(&args)
+}
+
+fn summary(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `lighttpd -tt` on each configuration, on two threads.
+fn check_configs(confs: &[std::path::PathBuf]) {
+    if !have("lighttpd") {
+        eprintln!("skipped: lighttpd is not installed");
+        return;
+    }
+    let (a, b) = confs.split_at(confs.len() / 2);
+    std::thread::scope(|s| {
+        for part in [a, b] {
+            s.spawn(move || {
+                for c in part {
+                    lighten::run::lighttpd::check_config(c).unwrap_or_else(|e| panic!("{e}"));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_server_of_200_accounts_with_3_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    let out = dir.path().join("out");
+    generate(&server);
+
+    let r = batch(&server, &out, &["--json"]);
+    assert_eq!(r.code, 2, "a failed account makes the exit status 2: {}", r.stderr);
+    assert!(r.stderr.contains("lighten: note: no server configuration found"), "{}", r.stderr);
+    let s: serde_json::Value = serde_json::from_str(&r.stdout).expect("--json prints the summary");
+    assert_eq!(s, summary(&out.join("batch-summary.json")), "--json prints what batch-summary.json holds");
+    assert_eq!(s["assumed_defaults"], true);
+    assert_eq!(s["totals"]["accounts"], ACCOUNTS);
+    assert_eq!(s["totals"]["failed"], 3, "{:#}", s["totals"]);
+    let converted = s["totals"]["exact"].as_u64().unwrap() + s["totals"]["approximated"].as_u64().unwrap();
+    assert_eq!(converted, 197);
+    let accounts = s["accounts"].as_array().unwrap();
+    let domains: Vec<&str> = accounts.iter().map(|a| a["domain"].as_str().unwrap()).collect();
+    let mut sorted = domains.clone();
+    sorted.sort();
+    assert_eq!(domains, sorted, "accounts in domain order");
+
+    // Each broken account with its error where it is: file:line:column.
+    let system = server.join("var/www/vhosts/system").display().to_string();
+    for (domain, code, at) in [
+        (UNCLOSED, "unclosed-section", format!("{system}/{UNCLOSED}/conf/vhost.conf:1:1")),
+        (UNREADABLE, "unreadable-file", format!("{system}/{UNREADABLE}/conf/httpd.conf:20:2")),
+        (CYCLE, "include-cycle", format!("{system}/{CYCLE}/conf/vhost.conf:1:1")),
+    ] {
+        let a = accounts.iter().find(|a| a["domain"] == domain).unwrap();
+        assert_eq!(a["status"], "failed", "{a:#}");
+        assert_eq!(
+            (a["error"]["code"].as_str(), a["error"]["at"].as_str()),
+            (Some(code), Some(at.as_str())),
+            "{a:#}"
+        );
+        assert!(r.stderr.contains(&format!("lighten: {domain} failed: {at}: error[{code}]")), "{}", r.stderr);
+        assert!(!out.join(domain).exists(), "nothing written for a failed account");
+    }
+    for a in accounts.iter().filter(|a| a["status"] != "failed") {
+        let d = a["domain"].as_str().unwrap();
+        assert_eq!(a["output"], d);
+        assert!(a["counts"]["exact"].as_u64().unwrap() > 0, "{a:#}");
+        assert!(out.join(d).join("lua/lighten_site.lua").is_file());
+    }
+    assert_eq!(s["combined"]["accounts"], 197);
+    assert_eq!(s["combined"]["config"], "lighttpd.conf");
+    let md = std::fs::read_to_string(out.join("batch-summary.md")).unwrap();
+    assert!(
+        md.contains(&format!("- {CYCLE}: {system}/{CYCLE}/conf/vhost.conf:1:1: error[include-cycle]")),
+        "{md}"
+    );
+
+    // The combined configuration serves every converted account, and every generated
+    // configuration passes lighttpd -tt.
+    let combined = std::fs::read_to_string(out.join("combined/lighttpd.conf")).unwrap();
+    for a in accounts {
+        let d = a["domain"].as_str().unwrap();
+        let served = combined.contains(&format!("# vhost {d} ("));
+        assert_eq!(served, a["status"] != "failed", "{d} in the combined configuration: {served}");
+    }
+    let mut confs = vec![out.join("lighttpd.conf")];
+    confs.extend(
+        accounts
+            .iter()
+            .filter(|a| a["status"] != "failed")
+            .map(|a| out.join(a["domain"].as_str().unwrap()).join("lighttpd.conf")),
+    );
+    check_configs(&confs);
+    if have("luac5.4") {
+        for site in [out.join("combined/lua/lighten_site.lua"), out.join("d000.example/lua/lighten_site.lua")]
+        {
+            lighten::run::lighttpd::check_lua(&site).unwrap_or_else(|e| panic!("{e}"));
+        }
+    } else {
+        eprintln!("skipped: luac5.4 is not installed");
+    }
+
+    // Again on the unchanged server: the same bytes, and no backups.
+    let before = checksums(&out);
+    let again = batch(&server, &out, &["--jobs", "3"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert_eq!(checksums(&out), before, "a second run changed the output");
+
+    // A dry run writes nothing and shows what a run would change.
+    std::fs::write(
+        server.join("var/www/vhosts/d007.example/httpdocs/wp-content/cache/.htaccess"),
+        "Options -Indexes\n",
+    )
+    .unwrap();
+    let dry = batch(&server, &out, &["--dry-run"]);
+    assert_eq!(checksums(&out), before, "the dry run changed the output");
+    assert_eq!(dry.code, 2, "failed accounts are trouble: {}", dry.stderr);
+    assert!(
+        dry.stdout.contains("--- a/d007.example/report.md\n+++ b/d007.example/report.md"),
+        "{}",
+        dry.stdout
+    );
+    assert!(!dry.stdout.contains("a/d008.example/"), "an unchanged account shows no diff");
+    let last = dry.stdout.lines().last().unwrap();
+    assert!(last.starts_with(&format!("dry run, nothing written to {}", out.display())), "{last}");
+    assert!(last.contains("200 accounts") && last.contains("changed"), "{last}");
+}
+
+#[test]
+fn two_shards_cover_every_account_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    let out = dir.path().join("out");
+    generate(&server);
+    let mut seen = BTreeSet::new();
+    for k in 1..=2 {
+        let r = batch(&server, &out, &["--shard", &format!("{k}/2")]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        let s = summary(&out.join(format!("batch-summary-shard-{k}-of-2.json")));
+        assert_eq!((s["shard"]["index"].as_u64(), s["shard"]["count"].as_u64()), (Some(k), Some(2)));
+        let accounts = s["accounts"].as_array().unwrap();
+        assert!(accounts.len() > ACCOUNTS / 4, "shard {k} has {} accounts", accounts.len());
+        for a in accounts {
+            let d = a["domain"].as_str().unwrap().to_string();
+            assert!(seen.insert(d.clone()), "{d} converted by both shards");
+        }
+        assert!(out.join(format!("lighttpd-shard-{k}-of-2.conf")).is_file());
+    }
+    let all: BTreeSet<String> = (0..ACCOUNTS).map(|i| format!("d{i:03}.example")).collect();
+    assert_eq!(seen, all, "the shards together are the server");
+    assert!(!out.join("batch-summary.json").exists(), "a shard writes only its own summary");
+}
