@@ -535,9 +535,26 @@ struct Prefetched {
 /// A file's identity through symbolic links: one `stat`, cheaper than a canonical path
 /// (an Include of `vhosts/*.conf` on a server of a thousand domains is checked a thousand
 /// times per domain when each is read alone).
+///
+/// Remembered for the whole process: only one-domain loads (`lighten batch`) ask, and
+/// they ask about the same files once per domain; a file does not change identity
+/// while lighten reads a configuration.
 fn file_key(fs: &Sysroot, apache_path: &str) -> Option<(u64, u64)> {
+    use std::collections::HashMap;
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(fs.host_path(apache_path)).ok().map(|m| (m.dev(), m.ino()))
+    use std::sync::{Mutex, OnceLock};
+    type Keys = Mutex<HashMap<PathBuf, Option<(u64, u64)>>>;
+    static KEYS: OnceLock<Keys> = OnceLock::new();
+    let host = fs.host_path(apache_path);
+    let keys = KEYS.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(k) = keys.lock().ok().and_then(|m| m.get(&host).copied()) {
+        return k;
+    }
+    let k = std::fs::metadata(&host).ok().map(|m| (m.dev(), m.ino()));
+    if let Ok(mut m) = keys.lock() {
+        m.insert(host, k);
+    }
+    k
 }
 
 fn canonical_of(fs: &Sysroot, apache_path: &str) -> PathBuf {
