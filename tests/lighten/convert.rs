@@ -2,13 +2,9 @@
 //! compiles every script (`luac5.4 -p`, one file at a time), converting twice gives the
 //! same bytes, and the output matches reviewed snapshots.
 
-use crate::helpers::{fixtures, lighten};
+use crate::helpers::{fixtures, have, lighten};
 use lighten::run::lighttpd;
 use std::path::Path;
-
-fn have(cmd: &str, arg: &str) -> bool {
-    std::process::Command::new(cmd).arg(arg).output().is_ok()
-}
 
 /// Converts `f` into `out`; returns the exit status.
 fn convert(f: &crate::helpers::Fixture, out: &Path) -> i32 {
@@ -59,7 +55,7 @@ fn relative_depths(text: &str, repo_depth: usize) -> String {
 
 #[test]
 fn every_fixture_converts_to_a_setup_lighttpd_and_lua_accept() {
-    let checks = have("lighttpd", "-v") && have("luac5.4", "-v");
+    let checks = have("lighttpd") && have("luac5.4");
     if !checks {
         assert!(std::env::var_os("CI").is_none(), "lighttpd and luac5.4 must be installed");
         eprintln!("lighttpd or luac5.4 missing: checking determinism and snapshots only");
@@ -149,7 +145,7 @@ fn converting_keeps_other_files_and_replaces_its_own() {
 /// both (briefly, with --quick), and says where everything went.
 #[test]
 fn the_demo_runs_end_to_end() {
-    if !(have("apache2", "-v") && have("lighttpd", "-v")) {
+    if !(have("apache2") && have("lighttpd")) {
         assert!(std::env::var_os("CI").is_none(), "apache2 and lighttpd must be installed");
         return;
     }

@@ -5,7 +5,7 @@
 //! with a 2xx is a fail-open and fails the test whatever else happens. The text reports
 //! are reviewed snapshots.
 
-use crate::helpers::fixtures;
+use crate::helpers::{fixtures, servers_present};
 use lighten::verify::{self, Options};
 
 /// Differences accepted with their reason: (fixture, request line, why).
@@ -27,19 +27,6 @@ const TRACE: &str = "lighttpd does not implement TRACE (405) and rejects the unk
      echoes TRACE and answers TRACK with 405: both refuse, lighttpd more strictly";
 const PROXY: &str = "a [P] rule proxies to a URL computed per request, which lighttpd's mod_proxy cannot do: the \
      translation refuses (403, fails closed); Apache's 503 only says the sandbox has no backend";
-
-fn have(cmd: &str) -> bool {
-    std::process::Command::new(cmd).arg("-v").output().is_ok()
-}
-
-fn servers_present() -> bool {
-    if have("apache2") && have("lighttpd") {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "apache2 and lighttpd must be installed");
-    eprintln!("skipped: apache2 or lighttpd is not installed");
-    false
-}
 
 fn options() -> Options {
     Options {

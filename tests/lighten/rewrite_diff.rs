@@ -2,7 +2,7 @@
 //! Apache in a sandbox, each request is sent, and Apache's answer must be what the
 //! evaluator predicts.
 
-use crate::helpers::fixtures;
+use crate::helpers::{fixtures, have};
 use lighten::eval::{self, Request};
 use lighten::run::{apache, http, observe, sandbox::Sandbox};
 use std::net::SocketAddr;
@@ -35,10 +35,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
 const PRG: &str = "a prg: RewriteMap is a program the evaluator does not run: it answers Unknown";
 const HOST_PATH: &str = "the query string names a filesystem path that becomes the rewrite target; in the \
      sandbox that path is the host's, not the fixture copy's";
-
-fn have(cmd: &str) -> bool {
-    std::process::Command::new(cmd).arg("-v").output().is_ok()
-}
 
 pub struct Report {
     pub total: usize,

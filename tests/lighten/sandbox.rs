@@ -1,14 +1,11 @@
 //! The sandbox: real Apache and php-cgi start from a fixture, answer, and leave nothing
 //! behind.
 
+use crate::helpers::have;
 use lighten::config::{self, LoadOptions};
 use lighten::run::{apache, http, process, sandbox::Sandbox};
 use lighten::source::Sysroot;
 use std::net::SocketAddr;
-
-fn have(cmd: &str) -> bool {
-    std::process::Command::new(cmd).arg("-v").output().is_ok()
-}
 
 #[test]
 fn apache_serves_a_fixture_and_leaves_nothing_behind() {
