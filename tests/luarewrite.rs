@@ -1049,16 +1049,7 @@ fn rust_results(fx: &Fixture, lists: &[List], cases: &[Case], inputs: &[Input]) 
                 env: case.env.clone(),
                 log: Vec::new(),
             };
-            let mut st = State {
-                filename: i.filename.clone(),
-                path_info: i.path_info.clone(),
-                args: case.args.clone(),
-                forced_type: None,
-                forced_handler: None,
-                status: 200,
-                literal_prefix: String::new(),
-                unsafe_prefix_stat: false,
-            };
+            let mut st = State::new(i.filename.clone(), i.path_info.clone(), case.args.clone());
             let mut trace = Vec::new();
             let (action, flags) =
                 apply_list(&list.rules, list.perdir.as_deref(), &mut st, &mut mock, &mut trace);

@@ -111,7 +111,8 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
 
     // Every account on its own, in parallel; the dry run's diffs are printed in domain
     // order as soon as the accounts before them are done.
-    let bar = progress_bar(domains.len() as u64, s.json);
+    let bar =
+        super::progress::bar(!s.json, domains.len() as u64, "{bar:40} {pos}/{len} accounts {elapsed} {msg}");
     let mut rows: Vec<Option<Account>> = vec![None; domains.len()];
     let mut changes: Vec<plan::FileChange> = Vec::new();
     let mut pending: BTreeMap<usize, Vec<plan::FileChange>> = BTreeMap::new();
@@ -356,18 +357,4 @@ fn parallel<T: Send>(
             done(i, r);
         }
     });
-}
-
-/// A bar on standard error when it is a terminal.
-fn progress_bar(len: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} accounts {elapsed} {msg}")
-    {
-        bar.set_style(style);
-    }
-    Some(bar)
 }

@@ -88,19 +88,11 @@ pub fn settings(a: &BenchArgs, url: &str) -> anyhow::Result<Settings> {
 }
 
 pub fn progress_bar(show: bool, s: &Settings) -> Option<indicatif::ProgressBar> {
-    if !show {
-        return None;
+    match (s.requests, s.duration) {
+        (Some(n), _) => super::progress::bar(show, n, "{bar:40} {pos}/{len} requests, {msg}"),
+        (None, Some(d)) => super::progress::bar(show, d.as_millis() as u64, "{bar:40} {msg}"),
+        (None, None) => super::progress::bar(show, 0, "{msg}"),
     }
-    let (len, template) = match (s.requests, s.duration) {
-        (Some(n), _) => (n, "{bar:40} {pos}/{len} requests, {msg}"),
-        (None, Some(d)) => (d.as_millis() as u64, "{bar:40} {msg}"),
-        (None, None) => (0, "{msg}"),
-    };
-    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    Some(bar)
 }
 
 pub fn tick(bar: &Option<indicatif::ProgressBar>, s: &Settings, done: u64, elapsed: Duration) {

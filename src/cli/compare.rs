@@ -18,7 +18,7 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings) -> anyhow::Result
     let for_run = config::load(&config_path, &opts)?;
     let mut cfg = config::load(&config_path, &opts)?;
     let (model, _) = model::build(&mut cfg);
-    let default_host = default_host(&model);
+    let default_host = verify::default_host(&model);
     let paths = if a.paths.is_empty() { vec!["/".to_string()] } else { a.paths.clone() };
     let mut loads = Vec::new();
     for p in &paths {
@@ -133,16 +133,6 @@ pub fn write(c: &Comparison, out: &Path, title: &str, context: &str) -> anyhow::
     let mut names = vec!["compare.md".to_string(), "compare.json".to_string()];
     names.extend(charts.iter().map(|p| p.display().to_string()));
     Ok(names)
-}
-
-/// The name the first virtual host answers to.
-pub fn default_host(model: &model::Model) -> String {
-    model
-        .vhosts
-        .iter()
-        .find(|v| v.scope.enabled)
-        .and_then(|v| v.server_name.clone())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 /// A `--path` argument: a path on the default host (port 80), or a full http URL.

@@ -12,6 +12,7 @@ mod directives;
 mod explain;
 mod inspect;
 mod manual;
+mod progress;
 mod verify;
 mod wizard;
 

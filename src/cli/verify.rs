@@ -58,18 +58,15 @@ pub fn run_with_progress(
     requests: &[Request],
     keep: bool,
 ) -> anyhow::Result<verify::Verification> {
-    let progress: Option<Box<dyn FnMut(usize, usize)>> = if std::io::stderr().is_terminal() {
-        Some(Box::new(|done, total| {
-            let width = 30;
-            let filled = (done * width).checked_div(total).unwrap_or(width);
-            eprint!("\r  [{}{}] {done}/{total}", "=".repeat(filled), " ".repeat(width - filled));
+    let bar = super::progress::bar(true, requests.len() as u64, "  {bar:30} {pos}/{len} requests");
+    let progress: Option<Box<dyn FnMut(usize, usize)>> = bar.map(|b| -> Box<dyn FnMut(usize, usize)> {
+        Box::new(move |done, total| {
+            b.set_position(done as u64);
             if done == total {
-                eprintln!();
+                b.finish();
             }
-        }))
-    } else {
-        None
-    };
+        })
+    });
     Ok(verify::run(
         for_run,
         cfg,

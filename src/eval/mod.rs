@@ -425,16 +425,7 @@ impl<'m> Engine<'m> {
         let mut filename: Option<String> = None;
         let rules = self.server_rules();
         if !rules.is_empty() {
-            let mut st = State {
-                filename: uri.to_string(),
-                path_info: None,
-                args: self.args.clone(),
-                forced_type: None,
-                forced_handler: None,
-                status: 200,
-                literal_prefix: String::new(),
-                unsafe_prefix_stat: false,
-            };
+            let mut st = State::new(uri.to_string(), None, self.args.clone());
             let mut trace = std::mem::take(&mut self.trace);
             let (action, flags) = rewrite::apply_list(&rules, None, &mut st, self, &mut trace);
             self.trace = trace;
@@ -566,16 +557,7 @@ impl<'m> Engine<'m> {
                 );
                 return done(403, Served::Error);
             }
-            let mut st = State {
-                filename: fname.clone(),
-                path_info: path_info.clone(),
-                args: self.args.clone(),
-                forced_type: None,
-                forced_handler: None,
-                status: 200,
-                literal_prefix: String::new(),
-                unsafe_prefix_stat: false,
-            };
+            let mut st = State::new(fname.clone(), path_info.clone(), self.args.clone());
             let ofilename = st.filename.clone();
             let mut trace = std::mem::take(&mut self.trace);
             let (action, flags) =

@@ -27,6 +27,22 @@ pub struct State {
     pub unsafe_prefix_stat: bool,
 }
 
+impl State {
+    /// The state before the first rule: status 200, nothing forced.
+    pub fn new(filename: String, path_info: Option<String>, args: Option<String>) -> State {
+        State {
+            filename,
+            path_info,
+            args,
+            forced_type: None,
+            forced_handler: None,
+            status: 200,
+            literal_prefix: String::new(),
+            unsafe_prefix_stat: false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// No rule changed anything.

@@ -52,8 +52,8 @@
 //!
 //! # What is not supported, and why
 //!
-//! Anything not implemented exactly is an `Unsupported` error, so the translator can fail
-//! closed instead of approximating a rule:
+//! Anything the machine cannot match exactly is refused with an `Unsupported` error, so the
+//! translator can fail closed instead of approximating a rule:
 //!
 //! - Unicode and UTF constructs (`\p`, `\X`, `\N{U+..}`), `\C`, `\K`: Apache never turns on
 //!   UTF, and `\K` changes the reported match start, which the VM does not model.
@@ -171,7 +171,7 @@ pub fn compile_with(pattern: &str, options: &Options) -> Result<Compiled, Unsupp
             let prefix = format!("PCRE2: error compiling pattern at offset {offset}: ");
             let message = text.strip_prefix(&prefix).unwrap_or(&text);
             // Apache passes PCRE2_DUPNAMES (which the crate cannot), so there a duplicate
-            // name is valid; either way it is not implemented.
+            // name is valid; either way the machine refuses it (the rule fails closed).
             let reason = if e.code() == PCRE2_ERROR_DUPLICATE_NAME {
                 "duplicate group names are not supported".to_string()
             } else {

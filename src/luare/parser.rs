@@ -493,7 +493,8 @@ impl Parser<'_> {
     fn named_group(&mut self, name: String, start: usize) -> Result<Item, Unsupported> {
         if self.names.iter().any(|(n, _)| *n == name) {
             // Only reachable with PCRE2_DUPNAMES, which Apache sets: a reference to a
-            // duplicated name means "the first set one", which is not implemented.
+            // duplicated name means "the first set one", which the machine refuses (the
+            // rule fails closed).
             return Err(self.err_at(start, "duplicate group names are not supported"));
         }
         self.groups += 1;

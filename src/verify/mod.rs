@@ -184,12 +184,7 @@ pub fn run(
     let pair = launch(for_run, cfg, model, &opts, true)?;
     let (a, lports, paths) = (&pair.apache, &pair.lighttpd_ports, &pair.paths);
     let custom = header_names(model);
-    let default_host = model
-        .vhosts
-        .iter()
-        .find(|v| v.scope.enabled)
-        .and_then(|v| v.server_name.clone())
-        .unwrap_or_else(|| "localhost".into());
+    let default_host = default_host(model);
     let mut comparisons = Vec::new();
     let total = requests.len();
     for (i, req) in requests.iter().enumerate() {
@@ -406,6 +401,16 @@ pub fn norm(v: Option<&str>) -> Option<String> {
         let s = s.replace(", charset=\"UTF-8\"", "");
         s.split(',').map(str::trim).collect::<Vec<_>>().join(",")
     })
+}
+
+/// The name the first virtual host answers to: where a request without a host goes.
+pub fn default_host(model: &Model) -> String {
+    model
+        .vhosts
+        .iter()
+        .find(|v| v.scope.enabled)
+        .and_then(|v| v.server_name.clone())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 /// The response headers the configuration sets.
