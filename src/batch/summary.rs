@@ -7,8 +7,8 @@
 //! the time or the machine, so an unchanged server gives the same bytes.
 
 use super::Shard;
-use crate::diagnostic::{Diagnostic, Severity};
-use crate::source::{FileKind, SourceMap};
+use crate::diagnostic::Diagnostic;
+use crate::source::SourceMap;
 use crate::translate::{Fate, Report};
 use serde::Serialize;
 
@@ -41,6 +41,8 @@ impl Status {
 pub struct Counts {
     pub exact: usize,
     pub approximated: usize,
+    /// Differences that do not change answers (log formats).
+    pub noted: usize,
     pub ignored: usize,
     pub unsupported: usize,
 }
@@ -51,6 +53,7 @@ impl Counts {
         Counts {
             exact: get("exact"),
             approximated: get("approximated"),
+            noted: get("noted"),
             ignored: get("ignored"),
             unsupported: get("unsupported"),
         }
@@ -75,7 +78,7 @@ impl Worst {
     pub fn of(report: &Report) -> Option<Worst> {
         let rank = |f: &Fate| match f {
             Fate::Exact => 0,
-            Fate::Ignored { .. } => 1,
+            Fate::Noted { .. } | Fate::Ignored { .. } => 1,
             Fate::Approximated { .. } => 2,
             Fate::Unsupported { .. } => 3,
         };
@@ -86,7 +89,9 @@ impl Worst {
             .min_by_key(|e| (std::cmp::Reverse(rank(&e.fate)), e.at.starts_with("<lighten:")))?;
         let reason = match &e.fate {
             Fate::Exact => String::new(),
-            Fate::Approximated { reason } | Fate::Ignored { reason } => reason.clone(),
+            Fate::Approximated { reason } | Fate::Noted { reason } | Fate::Ignored { reason } => {
+                reason.clone()
+            }
             Fate::Unsupported { reason, closed } => format!("{reason}; {closed}"),
         };
         Some(Worst {
@@ -116,11 +121,7 @@ impl Failure {
     /// error in a `.htaccess` file only makes it answer 500 there, which the conversion
     /// carries), or `None` when there is none.
     pub fn of(map: &SourceMap, diags: &[Diagnostic]) -> Option<Failure> {
-        let fatal: Vec<&Diagnostic> = diags
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .filter(|d| !d.span.is_some_and(|s| map.file(s.file).kind == FileKind::Htaccess))
-            .collect();
+        let fatal = crate::diagnostic::refused_at_startup(map, diags);
         let first = fatal.iter().min_by_key(|d| d.span.map(|s| (s.file, s.start, s.end)))?;
         Some(Failure {
             at: first.span.map(|s| map.locate(s)),
@@ -333,9 +334,9 @@ impl Summary {
         }
         out.push_str("\n## Accounts\n\n");
         out.push_str(
-            "| account | status | exact | approximated | ignored | unsupported | worst finding or error |\n",
+            "| account | status | exact | approximated | noted | ignored | unsupported | worst finding or error |\n",
         );
-        out.push_str("|---|---|---:|---:|---:|---:|---|\n");
+        out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
         for a in &self.accounts {
             let c = a.counts.clone().unwrap_or_default();
             let what = match (&a.error, &a.worst) {
@@ -347,11 +348,12 @@ impl Summary {
             };
             let n = |v: usize| if a.counts.is_some() { v.to_string() } else { "-".to_string() };
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 a.domain,
                 a.status.as_str(),
                 n(c.exact),
                 n(c.approximated),
+                n(c.noted),
                 n(c.ignored),
                 n(c.unsupported),
                 cell(&what)
@@ -408,7 +410,10 @@ mod tests {
         ]);
         let a = Account::converted("a.example", &r);
         assert_eq!(a.status, Status::Approximated);
-        assert_eq!(a.counts, Some(Counts { exact: 1, approximated: 2, ignored: 1, unsupported: 0 }));
+        assert_eq!(
+            a.counts,
+            Some(Counts { exact: 1, approximated: 2, noted: 0, ignored: 1, unsupported: 0 })
+        );
         let w = a.worst.clone().unwrap();
         assert_eq!((w.at.as_str(), w.fate, w.reason.as_str()), ("/srv/a/.htaccess:9", "approximated", "own"));
 
@@ -433,7 +438,7 @@ mod tests {
         assert!(md.contains("## Failed\n\n- c.example: error: gone\n"), "{md}");
         assert!(
             md.contains(
-                "| a.example | approximated | 1 | 2 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own |"
+                "| a.example | approximated | 1 | 2 | 0 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own |"
             ),
             "{md}"
         );

@@ -6,25 +6,24 @@ use super::args::BenchArgs;
 use crate::bench::{self, Settings, Target, printer};
 use anyhow::{Context, bail};
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// Raised by Ctrl-C during a plain run: the run stops and reports what it did.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-pub fn run(a: BenchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32> {
+pub fn run(a: BenchArgs, file: &crate::settings::Settings, color: bool) -> anyhow::Result<i32> {
     if a.compare.is_some() {
-        return super::compare::run(a, file);
+        return super::compare::run(a, file, color);
     }
     let url = a.url.clone().context("a URL to load is needed")?;
     let s = settings(&a, &url)?;
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    // Ctrl-C stops the run, which then reports what it measured and exits 130.
+    crate::run::process::stop_softly_on_interrupt();
+    let stop = crate::run::process::interrupt_flag();
     let show = std::io::stderr().is_terminal() && !a.json;
     if show {
         eprintln!("Benchmarking {} (be patient)", s.target.host);
     }
     let bar = progress_bar(show, &s);
-    let r = bench::run(&s, Some(&STOP), |done, elapsed| tick(&bar, &s, done, elapsed))?;
+    let r = bench::run(&s, Some(stop), |done, elapsed| tick(&bar, &s, done, elapsed))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -38,7 +37,13 @@ pub fn run(a: BenchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32
     } else {
         out.write_all(printer::text(&r).as_bytes())?;
     }
-    Ok(if r.failed > 0 { 1 } else { 0 })
+    Ok(if stop.load(Ordering::SeqCst) {
+        130
+    } else if r.failed > 0 {
+        1
+    } else {
+        0
+    })
 }
 
 /// The flags of one load, checked.

@@ -5,19 +5,18 @@
 use super::args::BenchArgs;
 use super::inspect::load_options;
 use crate::bench::compare::{self, Comparison, Load, Plan, Server};
+use crate::config;
 use crate::verify::{self, Pair};
-use crate::{config, model};
 use anyhow::{Context, bail};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-pub fn run(a: BenchArgs, settings: &crate::settings::Settings) -> anyhow::Result<i32> {
+pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> anyhow::Result<i32> {
     let config_path = a.compare.clone().context("--compare needs a configuration")?;
     let opts = load_options(&a.load);
     let for_run = config::load(&config_path, &opts)?;
-    let mut cfg = config::load(&config_path, &opts)?;
-    let (model, _) = model::build(&mut cfg);
+    let (cfg, model) = super::load::checked(&config_path, &opts, color)?;
     let default_host = verify::default_host(&model);
     let paths = if a.paths.is_empty() { vec!["/".to_string()] } else { a.paths.clone() };
     let mut loads = Vec::new();

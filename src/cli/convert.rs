@@ -3,6 +3,7 @@
 use super::args::ConvertArgs;
 use super::inspect::load_options;
 use crate::config::LoadOptions;
+use crate::run::preflight::{self, Level, Problem};
 use crate::settings::{Policy, Settings};
 use crate::translate::{self, Options};
 use crate::{config, model, plan};
@@ -27,9 +28,9 @@ pub fn prepare_with(
     listen: &[String],
     runtime_dir: Option<&Path>,
     php_backend: Option<&str>,
+    color: bool,
 ) -> anyhow::Result<Prepared> {
-    let mut cfg = config::load(config, load)?;
-    let (model, _) = model::build(&mut cfg);
+    let (cfg, model) = super::load::checked(config, load, color)?;
     prepare_model(&cfg, &model, out, listen, runtime_dir, php_backend)
 }
 
@@ -80,7 +81,7 @@ pub fn prepare_model(
     Ok(Prepared { conv, out_dir, runtime_dir })
 }
 
-pub fn run(a: ConvertArgs, settings: &Settings) -> anyhow::Result<i32> {
+pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
     let opts = load_options(&a.load);
     // Flags first, then the settings file.
     let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
@@ -91,7 +92,7 @@ pub fn run(a: ConvertArgs, settings: &Settings) -> anyhow::Result<i32> {
     let runtime_dir = a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone());
     let php = a.php_backend.clone().or_else(|| settings.php_backend.clone());
     let strict = a.strict || settings.approximations == Some(Policy::Refuse);
-    let p = prepare_with(&a.config, &opts, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
+    let p = prepare_with(&a.config, &opts, &out, &listen, runtime_dir.as_deref(), php.as_deref(), color)?;
     let (conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
     if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
@@ -112,7 +113,7 @@ pub fn run(a: ConvertArgs, settings: &Settings) -> anyhow::Result<i32> {
         return Ok(if changes.iter().all(|c| c.kind == plan::Kind::Same) { 0 } else { 1 });
     }
     let applied = plan::apply(&out_dir, &conv.files)?;
-    std::fs::create_dir_all(&runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
+    let problems = ready_to_run(&conv, &out_dir, &runtime_dir)?;
     let mut stdout = std::io::stdout().lock();
     if !a.json && !applied.backups.is_empty() {
         writeln!(
@@ -127,10 +128,59 @@ pub fn run(a: ConvertArgs, settings: &Settings) -> anyhow::Result<i32> {
     } else {
         let counts: Vec<String> = conv.report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
-        writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
+        if !problems.iter().any(|p| p.level == Level::Error) {
+            writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
+        }
         writeln!(stdout, "report: {}", out_dir.join("report.md").display())?;
     }
+    stdout.flush()?;
+    let mut stderr = std::io::stderr().lock();
+    for p in &problems {
+        writeln!(stderr, "lighten: {}", p.line())?;
+    }
+    let errors = problems.iter().filter(|p| p.level == Level::Error).count();
+    if errors > 0 {
+        writeln!(
+            stderr,
+            "lighten: {} was written but will not start as it is: {errors} error(s) above",
+            out_dir.display()
+        )?;
+        return Ok(2);
+    }
     Ok(if conv.report.inexact() { 1 } else { 0 })
+}
+
+/// Makes the runtime folder usable by the user lighttpd drops to (when lighten runs as
+/// root, lighttpd opens its logs and PHP sockets there as `server.username`), then checks
+/// what the output needs (`run::preflight`).
+pub fn ready_to_run(
+    conv: &translate::Conversion,
+    out_dir: &Path,
+    runtime_dir: &Path,
+) -> anyhow::Result<Vec<Problem>> {
+    std::fs::create_dir_all(runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
+    if let Ok(id) = preflight::server_identity(conv.user.as_deref(), conv.group.as_deref())
+        && id.uid != preflight::Identity::current().uid
+    {
+        // The folder, and the logs an earlier run as root may have left there.
+        let logs = ["error.log", "access.log"].map(|l| runtime_dir.join(l));
+        let paths =
+            std::iter::once(runtime_dir.to_path_buf()).chain(logs.into_iter().filter(|p| p.is_file()));
+        for p in paths {
+            std::os::unix::fs::chown(&p, Some(id.uid), Some(id.gid))
+                .with_context(|| format!("giving {} to {}", p.display(), id.name))?;
+        }
+    }
+    let files: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| out_dir.join(rel)).collect();
+    Ok(preflight::check(&preflight::Setup {
+        conf: &out_dir.join("lighttpd.conf"),
+        files,
+        runtime_dir,
+        needs: &conv.needs,
+        user: conv.user.as_deref(),
+        group: conv.group.as_deref(),
+        user_at: &conv.user_at,
+    }))
 }
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {

@@ -3,10 +3,10 @@
 use super::args::DemoArgs;
 use crate::bench::compare::{Load, Plan};
 use crate::config::{self, LoadOptions};
+use crate::output;
 use crate::source::Sysroot;
 use crate::translate;
 use crate::verify::derive;
-use crate::{model, output};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,8 +36,7 @@ pub fn run(a: DemoArgs, color: bool) -> anyhow::Result<i32> {
     let opts = LoadOptions { sysroot: Sysroot::at(&root), ..LoadOptions::default() };
     let input = root.join("var/www/vhosts");
     let for_run = config::load(&input, &opts)?;
-    let mut cfg = config::load(&input, &opts)?;
-    let (model, _) = model::build(&mut cfg);
+    let (cfg, model) = super::load::checked(&input, &opts, color)?;
     writeln!(
         stdout,
         "\n1. read: {} virtual hosts, {} .htaccess files",

@@ -11,6 +11,7 @@ mod diff;
 mod directives;
 mod explain;
 mod inspect;
+mod load;
 mod manual;
 mod progress;
 mod verify;
@@ -22,6 +23,12 @@ use std::io::IsTerminal;
 
 /// Runs the command line; returns the exit status.
 pub fn main() -> i32 {
+    // A closed pipe (`lighten ... | head`) ends lighten quietly, as it ends cat, instead of
+    // a panic in println!.  Sockets are unaffected: Rust sends with MSG_NOSIGNAL.
+    // SAFETY: setting a signal's disposition to the default touches no memory.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let color = match cli.color {
         ColorChoice::Always => true,
@@ -41,19 +48,17 @@ pub fn main() -> i32 {
         Command::Completions(a) => manual::completions(a),
         Command::Man(a) => manual::man(a),
         Command::Explain(a) => explain::run(a),
-        Command::Convert(a) => convert::run(a, &settings),
+        Command::Convert(a) => convert::run(a, &settings, color),
         Command::Batch(a) => batch::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
-        Command::Bench(a) => bench::run(a, &settings),
+        Command::Bench(a) => bench::run(a, &settings, color),
         Command::Demo(a) => demo::run(a, color),
         Command::Wizard(a) => wizard::run(a, &settings, color),
     };
     // An interrupted run fails on its way out (its servers are being stopped); the
     // interrupt handler finishes the cleanup and exits 130.
-    if crate::run::process::interrupted() {
-        std::thread::sleep(std::time::Duration::from_secs(5));
-    }
+    crate::run::process::wait_for_interrupt_handler();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -11,8 +11,7 @@ use std::io::{IsTerminal, Write};
 pub fn run(a: VerifyArgs, color: bool) -> anyhow::Result<i32> {
     let opts = load_options(&a.load);
     let for_run = config::load(&a.config, &opts)?;
-    let mut cfg = config::load(&a.config, &opts)?;
-    let (model, _) = model::build(&mut cfg);
+    let (cfg, model) = super::load::checked(&a.config, &opts, color)?;
     let mut requests: Vec<Request> = Vec::new();
     for f in &a.requests {
         let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;

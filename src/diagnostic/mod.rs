@@ -87,6 +87,19 @@ pub struct Diagnostics {
     items: Vec<Diagnostic>,
 }
 
+/// The errors Apache would refuse to start for: every error outside `.htaccess` files
+/// (an error in one of those only makes Apache answer 500 where it applies).
+pub fn refused_at_startup<'a>(
+    map: &crate::source::SourceMap,
+    diags: &'a [Diagnostic],
+) -> Vec<&'a Diagnostic> {
+    diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .filter(|d| !d.span.is_some_and(|s| map.file(s.file).kind == crate::source::FileKind::Htaccess))
+        .collect()
+}
+
 impl Diagnostics {
     pub fn new() -> Diagnostics {
         Diagnostics::default()

@@ -38,6 +38,7 @@ pub fn summary(model: &Model, map: &SourceMap) -> String {
         );
         p.line(0, &text, Some(v.scope.at));
     }
+    p.skipped(model);
     let count = |s: HtaccessStatus| model.htaccess.iter().filter(|h| h.status == s).count();
     let _ = writeln!(
         p.out,
@@ -57,6 +58,10 @@ pub fn render(model: &Model, map: &SourceMap) -> String {
     p.scope(&model.server, 0, "server");
     for (i, v) in model.vhosts.iter().enumerate() {
         p.vhost(model, i, v);
+    }
+    if !model.skipped_vhosts.is_empty() {
+        p.out.push('\n');
+        p.skipped(model);
     }
     if !model.htaccess.is_empty() {
         p.out.push_str("\n.htaccess files\n");
@@ -156,6 +161,19 @@ impl Printer<'_> {
         for c in children {
             self.scope(c, depth + 1, &describe_scope(c));
             self.last_file = Some(s.at.file);
+        }
+    }
+
+    /// The `<VirtualHost>` sections Apache skips (inside a false conditional).
+    fn skipped(&mut self, m: &Model) {
+        for v in &m.skipped_vhosts {
+            let addrs: Vec<String> = v.addresses.iter().map(|a| a.key()).collect();
+            self.last_file = None;
+            self.line(
+                0,
+                &format!("skipped <VirtualHost {}>: inside a false conditional, not served", addrs.join(" ")),
+                Some(v.scope.at),
+            );
         }
     }
 

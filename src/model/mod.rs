@@ -43,7 +43,11 @@ pub struct Model {
     pub modules: Vec<LoadedModule>,
     /// The main server: global settings and the sections outside any virtual host.
     pub server: Scope,
+    /// The virtual hosts Apache serves, in configuration order.
     pub vhosts: Vec<VirtualHost>,
+    /// `<VirtualHost>` sections inside a false `<IfModule>`, `<IfDefine>`, ... : kept to
+    /// be shown and counted, never served (no other stage looks at them).
+    pub skipped_vhosts: Vec<VirtualHost>,
     pub htaccess: Vec<Htaccess>,
     pub coverage: Coverage,
 }
@@ -66,8 +70,10 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
     server.settings.finish();
     let main = server.settings.host().clone();
     let mut vhosts = Vec::new();
+    let mut skipped_vhosts = Vec::new();
     for (item, enabled) in std::mem::take(&mut b.vhost_items) {
-        vhosts.push(b.vhost(item, enabled, &main));
+        let v = b.vhost(item, enabled, &main);
+        if enabled { vhosts.push(v) } else { skipped_vhosts.push(v) }
     }
     vhost::mark_defaults(&mut vhosts);
     for v in &mut vhosts {
@@ -83,7 +89,10 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         }
     }
     let htaccess = b.htaccess(config, &server, &vhosts);
-    let coverage = Coverage::count(&server, &vhosts, &htaccess);
+    let mut coverage = Coverage::count(&server, &vhosts, &htaccess);
+    for v in &skipped_vhosts {
+        coverage.add_scope(&v.scope);
+    }
     let model = Model {
         input: config.input.clone(),
         apache_version: config.apache_version.clone(),
@@ -91,6 +100,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         modules: config.modules.loaded().to_vec(),
         server,
         vhosts,
+        skipped_vhosts,
         htaccess,
         coverage,
     };

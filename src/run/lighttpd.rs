@@ -58,15 +58,7 @@ const UNKNOWN_KEY: &str = "WARNING: unknown config-key: ";
 /// `lighttpd -tt -f conf`: the configuration parses and every listed module accepts its
 /// settings. Keys lighttpd ignores (`WARNING: unknown config-key`) are errors too.
 pub fn check_config(conf: &Path) -> Result<(), String> {
-    let out = Command::new("lighttpd")
-        .arg("-tt")
-        .arg("-f")
-        .arg(conf)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/bin")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("lighttpd could not run: {e}"))?;
+    let out = test_config(conf).map_err(|e| format!("lighttpd could not run: {e}"))?;
     let text = [String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout)]
         .iter()
         .flat_map(|t| t.lines())
@@ -89,6 +81,18 @@ pub fn check_config(conf: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// `lighttpd -tt -f conf` with a clean environment, its output captured.
+pub(crate) fn test_config(conf: &Path) -> io::Result<std::process::Output> {
+    Command::new("lighttpd")
+        .arg("-tt")
+        .arg("-f")
+        .arg(conf)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+}
+
 /// Keys named by `WARNING: unknown config-key: KEY (ignored)` lines, in order.
 fn unknown_keys(text: &str) -> Vec<String> {
     text.lines()
@@ -99,7 +103,7 @@ fn unknown_keys(text: &str) -> Vec<String> {
 
 /// lighttpd's log lines start with `YYYY-MM-DD HH:MM:SS: `; without it, messages are the
 /// same from run to run.
-fn strip_timestamp(line: &str) -> &str {
+pub(crate) fn strip_timestamp(line: &str) -> &str {
     let b = line.as_bytes();
     let stamped = b.len() > 21
         && b[..19].iter().enumerate().all(|(i, c)| match i {
@@ -196,6 +200,7 @@ impl RunningLighttpd {
                 }
                 group_gone(pgid, Duration::from_millis(500));
             }
+            super::process::unwatch_group(pgid);
         }
     }
 
@@ -302,6 +307,9 @@ pub fn start(conf: &Path, sandbox: &Sandbox, port: u16) -> io::Result<RunningLig
             // mod_fastcgi has spawned its `bin-path` backends by now (just after the
             // port opened, before the settling pause in `wait_ready`).
             running.backends = children(running.child.id());
+            for b in &running.backends {
+                super::process::watch_group(*b as i32);
+            }
             Ok(running)
         }
         Some(why) => {

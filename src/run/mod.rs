@@ -8,5 +8,6 @@ pub mod http;
 pub mod lighttpd;
 pub mod observe;
 pub mod php;
+pub mod preflight;
 pub mod process;
 pub mod sandbox;

@@ -4,6 +4,7 @@
 
 use std::io;
 use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -26,35 +27,125 @@ pub fn forget_folder(dir: &std::path::Path) {
         f.retain(|p| p != dir);
     }
 }
-static CTRLC: Once = Once::new();
-/// Set when SIGINT/SIGTERM arrived: the handler is stopping everything and will exit 130.
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Process groups lighten did not start but must stop with its own (php-cgi backends
+/// lighttpd spawned, which leave its group with setsid()).
+static FOREIGN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-/// Whether lighten is being interrupted (its servers are going away on purpose).
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+/// Stops group `pgid` too when lighten is interrupted.
+pub fn watch_group(pgid: i32) {
+    if let Ok(mut g) = FOREIGN.lock() {
+        g.push(pgid);
+    }
 }
 
-/// Stops every registered process group, then exits with 130, on SIGINT or SIGTERM.
+/// Group `pgid` is gone.
+pub fn unwatch_group(pgid: i32) {
+    if let Ok(mut g) = FOREIGN.lock() {
+        g.retain(|p| *p != pgid);
+    }
+}
+
+static CTRLC: Once = Once::new();
+/// Set when SIGINT/SIGTERM arrived.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set while a command that stops by itself on an interrupt runs (a plain benchmark: it
+/// reports what it measured); the handler then only raises [`INTERRUPTED`].
+static SOFT: AtomicBool = AtomicBool::new(false);
+
+/// Whether lighten is being interrupted: loops stop at once, the handler (or, for a soft
+/// command, the command itself) finishes with exit status 130.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The flag [`interrupted`] reads, for loops that take an `&AtomicBool`.
+pub fn interrupt_flag() -> &'static AtomicBool {
+    &INTERRUPTED
+}
+
+/// After a command returned while interrupted: a hard interrupt's handler is stopping
+/// everything and will exit 130 (this waits for it); a soft one has nothing to wait for.
+pub fn wait_for_interrupt_handler() {
+    if interrupted() && !SOFT.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_secs(10));
+    }
+}
+
+/// From now on an interrupt only raises the flag: the caller stops and reports.  A second
+/// interrupt stops lighten at once.
+pub fn stop_softly_on_interrupt() {
+    stop_all_on_interrupt();
+    SOFT.store(true, Ordering::SeqCst);
+}
+
+/// On SIGINT or SIGTERM: stops every registered process group and waits until each is
+/// gone and its leader reaped, removes the sandbox folders, shows the cursor again (a
+/// prompt may have hidden it), then exits with 130.
 pub fn stop_all_on_interrupt() {
     CTRLC.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-            let groups: Vec<i32> = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
-            for g in &groups {
-                signal_group(*g, libc::SIGTERM);
+            let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+            if SOFT.load(Ordering::SeqCst) && !again {
+                return;
             }
-            std::thread::sleep(Duration::from_millis(500));
-            for g in &groups {
-                signal_group(*g, libc::SIGKILL);
-            }
-            let folders: Vec<std::path::PathBuf> = FOLDERS.lock().map(|f| f.clone()).unwrap_or_default();
-            for f in folders {
-                let _ = std::fs::remove_dir_all(f);
-            }
+            stop_everything();
+            restore_terminal();
             std::process::exit(130);
         });
     });
+}
+
+fn stop_everything() {
+    let mut groups: Vec<i32> = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
+    groups.extend(FOREIGN.lock().map(|g| g.clone()).unwrap_or_default());
+    for g in &groups {
+        signal_group(*g, libc::SIGTERM);
+    }
+    let gone = |deadline: Instant| {
+        while Instant::now() < deadline {
+            reap(&groups);
+            if groups.iter().all(|g| super::lighttpd::live_members(*g).is_empty()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    };
+    if !gone(Instant::now() + Duration::from_millis(500)) {
+        for g in &groups {
+            signal_group(*g, libc::SIGKILL);
+        }
+        gone(Instant::now() + Duration::from_secs(3));
+    }
+    reap(&groups);
+    let folders: Vec<std::path::PathBuf> = FOLDERS.lock().map(|f| f.clone()).unwrap_or_default();
+    for f in folders {
+        let _ = std::fs::remove_dir_all(f);
+    }
+}
+
+/// Collects the exit status of every group leader that is lighten's child and has
+/// exited (the other members are reaped by their own parents or by init).
+fn reap(groups: &[i32]) {
+    for &g in groups {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid with WNOHANG writes only `status`.
+        unsafe {
+            libc::waitpid(g, &mut status, libc::WNOHANG);
+        }
+    }
+}
+
+/// Shows the cursor again on a terminal (dialoguer hides it while a prompt is open).
+pub fn restore_terminal() {
+    use std::io::{IsTerminal, Write};
+    if std::io::stderr().is_terminal() {
+        let _ = std::io::stderr().write_all(b"\x1b[?25h");
+    } else if std::io::stdout().is_terminal() {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(b"\x1b[?25h");
+        let _ = out.flush();
+    }
 }
 
 fn signal_group(pgid: i32, sig: i32) {
@@ -77,11 +168,16 @@ impl Child {
         use std::os::unix::process::CommandExt;
         stop_all_on_interrupt();
         cmd.process_group(0);
+        // Spawned and registered under the lock: the interrupt handler raises its flag
+        // before it reads the groups, so a process is either seen by it or never started.
+        let mut groups = GROUPS.lock().map_err(|_| io::Error::other("process table poisoned"))?;
+        if interrupted() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
         let inner = cmd.spawn()?;
         let pgid = inner.id() as i32;
-        if let Ok(mut g) = GROUPS.lock() {
-            g.push(pgid);
-        }
+        groups.push(pgid);
+        drop(groups);
         Ok(Child { inner, name: name.to_string(), pgid, stopped: false })
     }
 

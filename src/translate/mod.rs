@@ -52,6 +52,48 @@ pub struct Conversion {
     /// Files relative to the output folder, in a fixed order.
     pub files: Vec<(PathBuf, String)>,
     pub report: Report,
+    /// What the written setup relies on at run time (checked after writing).
+    pub needs: Vec<Need>,
+    /// `server.username` and `server.groupname`, when lighttpd drops to them as root.
+    pub user: Option<String>,
+    pub group: Option<String>,
+    /// Where the user and group come from (`file:line` of Apache's User), when they do.
+    pub user_at: String,
+}
+
+/// Something outside the output that lighttpd reads or runs, with the Apache `file:line`
+/// it comes from (empty when lighten chose it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub kind: NeedKind,
+    /// A path; for [`NeedKind::Module`] the module's name.
+    pub path: String,
+    pub at: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NeedKind {
+    Module,
+    Certificate,
+    Key,
+    PasswordFile,
+    Socket,
+    Program,
+    DocumentRoot,
+}
+
+impl NeedKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            NeedKind::Module => "lighttpd module",
+            NeedKind::Certificate => "certificate",
+            NeedKind::Key => "private key",
+            NeedKind::PasswordFile => "password file",
+            NeedKind::Socket => "PHP FastCGI socket",
+            NeedKind::Program => "program",
+            NeedKind::DocumentRoot => "document root",
+        }
+    }
 }
 
 /// Something found while translating one directive.
@@ -106,9 +148,15 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     };
     let data = site.module(model, opts.trace);
     let mime = mime_module(model, cfg);
-    let (lighttpd_conf, conf_findings) = conf::write(model, cfg, opts, &mut site);
+    let written = conf::write(model, cfg, opts, &mut site);
+    debug_assert!(
+        conf::repeated_conditional(&written.text).is_none(),
+        "lighttpd.conf repeats a conditional: {:?}",
+        conf::repeated_conditional(&written.text)
+    );
+    let lighttpd_conf = written.text;
     let mut findings = site.findings;
-    findings.extend(conf_findings);
+    findings.extend(written.findings);
     let report = report::build(model, &cfg.sources, &findings);
 
     let lua_dir = PathBuf::from("lua");
@@ -129,7 +177,17 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     }
     files.push((PathBuf::from("report.md"), report.to_markdown()));
     files.push((PathBuf::from("report.json"), report.to_json()));
-    Conversion { files, report }
+    let host = model.server.settings.host();
+    let user = host.user.as_ref().filter(|u| u.value != "root");
+    let group = host.group.as_ref().filter(|g| g.value != "root");
+    Conversion {
+        files,
+        report,
+        needs: written.needs,
+        user: user.map(|u| u.value.clone()),
+        group: group.map(|g| g.value.clone()),
+        user_at: user.map(|u| cfg.sources.line_ref(u.span)).unwrap_or_default(),
+    }
 }
 
 /// Apache's TypesConfig as a Lua table from extension to type.

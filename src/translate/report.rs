@@ -13,6 +13,9 @@ pub enum Fate {
     Exact,
     /// Carried over with a difference, said here.
     Approximated { reason: String },
+    /// Carried over in lighttpd's own way, with a difference that does not change how
+    /// requests are answered (log files and formats): a note, not an approximation.
+    Noted { reason: String },
     /// Not carried over on purpose: it does not change how requests are answered.
     Ignored { reason: String },
     /// Cannot be carried over; `closed` says how the site fails closed instead.
@@ -23,7 +26,7 @@ impl Fate {
     fn rank(&self) -> u8 {
         match self {
             Fate::Exact => 0,
-            Fate::Ignored { .. } => 1,
+            Fate::Noted { .. } | Fate::Ignored { .. } => 1,
             Fate::Approximated { .. } => 2,
             Fate::Unsupported { .. } => 3,
         }
@@ -33,6 +36,7 @@ impl Fate {
         match self {
             Fate::Exact => "exact",
             Fate::Approximated { .. } => "approximated",
+            Fate::Noted { .. } => "noted",
             Fate::Ignored { .. } => "ignored",
             Fate::Unsupported { .. } => "unsupported",
         }
@@ -56,7 +60,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether anything was approximated or refused (exit status 1).
+    /// Whether anything that changes answers was approximated or refused (exit status 1);
+    /// notes and ignored directives do not count.
     pub fn inexact(&self) -> bool {
         self.entries.iter().any(|e| matches!(e.fate, Fate::Approximated { .. } | Fate::Unsupported { .. }))
     }
@@ -75,6 +80,7 @@ impl Report {
         for (title, pick) in [
             ("Unsupported (fails closed)", "unsupported"),
             ("Approximated", "approximated"),
+            ("Noted (no change to answers)", "noted"),
             ("Ignored", "ignored"),
             ("Exact", "exact"),
         ] {
@@ -86,7 +92,9 @@ impl Report {
             for e in list {
                 let why = match &e.fate {
                     Fate::Exact => String::new(),
-                    Fate::Approximated { reason } | Fate::Ignored { reason } => format!(": {reason}"),
+                    Fate::Approximated { reason } | Fate::Noted { reason } | Fate::Ignored { reason } => {
+                        format!(": {reason}")
+                    }
                     Fate::Unsupported { reason, closed } => format!(": {reason}; {closed}"),
                 };
                 let args = if e.args.chars().count() > 60 {
@@ -115,7 +123,8 @@ pub fn build(model: &Model, sources: &SourceMap, findings: &[Finding]) -> Report
         }
     }
     let mut entries = Vec::new();
-    let visit = |s: &Scope, entries: &mut Vec<Entry>| walk(s, sources, &by_line, entries);
+    let modules: std::collections::BTreeSet<&str> = model.modules.iter().map(|m| m.id.as_str()).collect();
+    let visit = |s: &Scope, entries: &mut Vec<Entry>| walk(s, sources, &by_line, &modules, entries);
     visit(&model.server, &mut entries);
     for v in &model.vhosts {
         visit(&v.scope, &mut entries);
@@ -132,7 +141,13 @@ pub fn build(model: &Model, sources: &SourceMap, findings: &[Finding]) -> Report
     Report { entries, counts }
 }
 
-fn walk(s: &Scope, sources: &SourceMap, by_line: &BTreeMap<String, &Finding>, out: &mut Vec<Entry>) {
+fn walk(
+    s: &Scope,
+    sources: &SourceMap,
+    by_line: &BTreeMap<String, &Finding>,
+    modules: &std::collections::BTreeSet<&str>,
+    out: &mut Vec<Entry>,
+) {
     if !s.enabled {
         return;
     }
@@ -141,12 +156,12 @@ fn walk(s: &Scope, sources: &SourceMap, by_line: &BTreeMap<String, &Finding>, ou
         let note = crate::catalogue::catalogue().get(&d.name).map(|i| i.note.clone()).unwrap_or_default();
         let fate = match by_line.get(&at) {
             Some(f) => f.fate.clone(),
-            None => carried(&d.name, &d.args, d.status, &note),
+            None => carried(&d.name, &d.args, d.status, &note, modules),
         };
         out.push(Entry { at, directive: d.name.to_string(), args: d.args.clone(), fate });
     }
     for c in &s.children {
-        walk(c, sources, by_line, out);
+        walk(c, sources, by_line, modules, out);
     }
 }
 
@@ -264,19 +279,33 @@ const IGNORED: &[(&str, &str)] = &[
 ];
 
 /// The fate of a directive no finding speaks about.
-fn carried(name: &str, args: &str, status: Option<crate::catalogue::Status>, note: &str) -> Fate {
+fn carried(
+    name: &str,
+    args: &str,
+    status: Option<crate::catalogue::Status>,
+    note: &str,
+    modules: &std::collections::BTreeSet<&str>,
+) -> Fate {
     use crate::catalogue::Status;
     let lower = args.to_ascii_lowercase();
     match name {
         "Options" => {
-            let odd: Vec<&str> = ["multiviews", "execcgi", "includes", "includesnoexec"]
-                .into_iter()
-                .filter(|o| {
-                    lower
-                        .split_whitespace()
-                        .any(|w| w.trim_start_matches(['+', '-']) == *o && !w.starts_with('-'))
-                })
-                .collect();
+            // An option changes answers only where its module is loaded.
+            let odd: Vec<&str> = [
+                ("multiviews", &["negotiation_module"][..]),
+                ("execcgi", &["cgi_module", "cgid_module"][..]),
+                ("includes", &["include_module"][..]),
+                ("includesnoexec", &["include_module"][..]),
+            ]
+            .into_iter()
+            .filter(|(_, m)| m.iter().any(|m| modules.contains(m)))
+            .map(|(o, _)| o)
+            .filter(|o| {
+                lower
+                    .split_whitespace()
+                    .any(|w| w.trim_start_matches(['+', '-']) == *o && !w.starts_with('-'))
+            })
+            .collect();
             return if odd.is_empty() {
                 Fate::Exact
             } else {
@@ -305,7 +334,7 @@ fn carried(name: &str, args: &str, status: Option<crate::catalogue::Status>, not
             };
         }
         "ErrorLog" | "CustomLog" | "TransferLog" | "LogFormat" => {
-            return Fate::Approximated {
+            return Fate::Noted {
                 reason: "lighttpd keeps its own error and access logs, in its own formats".into(),
             };
         }

@@ -47,6 +47,9 @@ pub struct Manifest {
     pub convert: Option<String>,
     #[serde(default)]
     pub convert_reason: Option<String>,
+    /// Apache refuses to start on it: every command that converts it exits 2.
+    #[serde(default)]
+    pub apache_refuses: bool,
 }
 
 pub struct Fixture {

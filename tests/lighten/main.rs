@@ -14,5 +14,6 @@ mod rewrite_diff;
 mod roundtrip;
 mod sandbox;
 mod settings;
+mod startup;
 mod tidy;
 mod wizard;

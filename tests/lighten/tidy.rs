@@ -89,3 +89,81 @@ fn catalogue_agrees_with_the_installed_apache() {
 fn every_catalogue_status_names_a_directive() {
     assert_eq!(catalogue().orphan_statuses(), Vec::<String>::new());
 }
+
+/// The Debian packages `scripts/setup.sh` installs (its `PACKAGES=` line).
+fn setup_packages() -> Vec<String> {
+    let setup = std::fs::read_to_string("scripts/setup.sh").expect("scripts/setup.sh");
+    let line = setup.lines().find_map(|l| l.strip_prefix("PACKAGES=")).expect("a PACKAGES= line");
+    line.trim_matches('"').split_whitespace().map(str::to_string).collect()
+}
+
+/// Whether `module` is built into /usr/sbin/lighttpd: it loads with an empty module folder.
+fn built_into_lighttpd(module: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("m.conf");
+    std::fs::write(
+        &conf,
+        format!("server.document-root = \"/\"\nserver.port = 1\nserver.modules = ( \"{module}\" )\n"),
+    )
+    .unwrap();
+    let empty = dir.path().join("modules");
+    std::fs::create_dir(&empty).unwrap();
+    let out =
+        Command::new("lighttpd").arg("-tt").arg("-m").arg(&empty).arg("-f").arg(&conf).output().unwrap();
+    // 1.4.69 exits 0 for some plugins it cannot load (mod_deflate): the message tells.
+    out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("dlopen() failed")
+}
+
+/// A module the generated configuration loads but this machine lacks fails at startup, or
+/// worse, is skipped with its directives (mod_deflate: `lighttpd -tt` still exits 0).  So
+/// every module the emitter can write is in `conf::MODULES` with the package that ships
+/// it, that package is what ships it here, and setup.sh installs it.
+#[test]
+fn every_lighttpd_module_the_emitter_loads_is_installed_by_setup() {
+    use lighten::translate::conf::MODULES;
+    let packages = setup_packages();
+    // The emitter names modules only from the table.
+    let emitter = std::fs::read_to_string("src/translate/conf.rs").unwrap();
+    let re = regex_lite_modules(&emitter);
+    for m in &re {
+        assert!(
+            MODULES.iter().any(|(n, _)| n == m),
+            "src/translate/conf.rs writes {m}, which conf::MODULES lacks"
+        );
+    }
+    for (module, package) in MODULES {
+        assert!(
+            packages.iter().any(|p| p == package),
+            "{module} comes from the Debian package {package}, which scripts/setup.sh does not install"
+        );
+        if Command::new("lighttpd").arg("-v").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "lighttpd must be installed");
+            continue;
+        }
+        if built_into_lighttpd(module) {
+            assert_eq!(*package, "lighttpd", "{module} is built into lighttpd");
+            continue;
+        }
+        let so = format!("/usr/lib/lighttpd/{module}.so");
+        let owner = Command::new("dpkg").args(["-S", &so]).output().unwrap();
+        let owner = String::from_utf8_lossy(&owner.stdout);
+        assert_eq!(
+            owner.split(':').next().map(str::trim),
+            Some(*package),
+            "{module} is neither built into lighttpd nor shipped by {package} here ({so}: {owner:?})"
+        );
+    }
+}
+
+/// Every `"mod_..."` string literal of a lighttpd module (no `.c`/`.so` suffix) in `text`.
+fn regex_lite_modules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in text.split('"').skip(1).step_by(2) {
+        if part.starts_with("mod_") && part[4..].bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            out.push(part.to_string());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

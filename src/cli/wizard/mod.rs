@@ -20,7 +20,7 @@ use super::inspect::load_options;
 use crate::bench::compare::{Load, Plan};
 use crate::config::{self, Config, InputKind, LoadOptions};
 use crate::diagnostic::Severity;
-use crate::model::{self, Model, vhost::name_matches};
+use crate::model::{Model, vhost::name_matches};
 use crate::plan::{self, FileChange, Kind};
 use crate::settings::Settings;
 use crate::translate::{Entry, Fate, Report};
@@ -46,6 +46,9 @@ const DIFF_LINES: usize = 60;
 const BENCH_SITES: usize = 3;
 
 pub fn run(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
+    // A SIGINT outside a raw-mode prompt (while a line is typed, while verify runs) goes
+    // through the handler, which shows the cursor again before exiting 130.
+    crate::run::process::stop_all_on_interrupt();
     match wizard(a, file, color) {
         Err(e) if e.is::<Cancelled>() => {
             eprintln!("lighten wizard: cancelled; nothing written");
@@ -74,9 +77,9 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
     println!("\n1. The Apache configuration");
     let config = ask_config(&a, &found, &prompt)?;
     let command_line = command_line(&a.load, &config);
-    let mut cfg = config::load(&config, &load)?;
-    let (mut model, model_diags) = model::build(&mut cfg);
-    let errors = cfg.diagnostics.iter().chain(&model_diags).filter(|d| d.severity == Severity::Error).count();
+    // What Apache would refuse at startup ends the wizard here, before any question more.
+    let (cfg, mut model) = super::load::checked(&config, &load, color)?;
+    let errors = cfg.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
     println!(
         "   read {}: {} virtual hosts, {} .htaccess files applied",
         config.display(),
@@ -182,7 +185,7 @@ fn act(
     color: bool,
 ) -> anyhow::Result<i32> {
     let applied = plan::apply(&m.out, &p.conv.files)?;
-    std::fs::create_dir_all(&m.runtime_dir)?;
+    let problems = convert::ready_to_run(&p.conv, &m.out, &m.runtime_dir)?;
     println!(
         "   wrote {} ({} written, {} unchanged{})",
         m.out.display(),
@@ -196,6 +199,13 @@ fn act(
     );
     println!("   report: {}", m.out.join("report.md").display());
     let mut status = if p.conv.report.inexact() { 1 } else { 0 };
+    for pr in &problems {
+        println!("   {}", pr.line());
+    }
+    if problems.iter().any(|pr| pr.level == crate::run::preflight::Level::Error) {
+        println!("\n   The setup will not start as it is: fix the errors above, then run the wizard again.");
+        return Ok(2);
+    }
 
     println!("\n5. Checks");
     let again = &m.command_line;

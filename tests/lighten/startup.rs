@@ -1,0 +1,404 @@
+//! The converted site starts with the command `lighten convert` prints, as root and as a
+//! normal user; what Apache would refuse at startup is refused; what the output needs
+//! but this machine lacks is named with its Apache `file:line`; disabled sections never
+//! become hosts.  Regression fixtures: `fixtures/regress/`.
+
+use crate::helpers::{Output, fixtures, have, lighten};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid only reads the process credentials.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `cmd` run as the unprivileged `nobody` when lighten's tests run as root (setpriv,
+/// util-linux), else as the user running the tests.
+fn as_normal_user(program: &str) -> Command {
+    if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", program]);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+fn output(mut c: Command) -> Output {
+    let o = c.stdin(Stdio::null()).output().expect("runs");
+    Output {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code: o.status.code().unwrap_or(-1),
+    }
+}
+
+/// A world-readable copy of fixture `name` in a folder every user can enter, and that
+/// folder (which also gets a copy of the lighten binary, for a user who cannot reach the
+/// build folder).
+fn open_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    set_mode(dir.path(), 0o755);
+    let root = dir.path().join(name);
+    copy_tree(&Path::new("fixtures").join(name), &root);
+    std::fs::copy(env!("CARGO_BIN_EXE_lighten"), dir.path().join("lighten")).unwrap();
+    set_mode(&dir.path().join("lighten"), 0o755);
+    (dir, root)
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    set_mode(to, 0o755);
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+            set_mode(&dst, 0o644);
+        }
+    }
+}
+
+/// The command after `run: ` in convert's output.
+fn run_line(r: &Output) -> String {
+    r.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run: "))
+        .unwrap_or_else(|| panic!("no run: line\n{}", r.transcript()))
+        .to_string()
+}
+
+/// A started command in its own process group, killed with the group when dropped.
+struct Started(std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the process group this test made; no memory is touched.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `line` as the shell would, as printed, through `prefix` (setpriv) when given.
+fn start(line: &str, prefix: Option<&[&str]>) -> Started {
+    use std::os::unix::process::CommandExt;
+    let mut c = match prefix {
+        Some(p) => {
+            let mut c = Command::new(p[0]);
+            c.args(&p[1..]).args(["sh", "-c", line]);
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.args(["-c", line]);
+            c
+        }
+    };
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).process_group(0);
+    Started(c.spawn().expect("the printed command starts"))
+}
+
+/// `GET path` with `host` until the server answers (10 s at most): status and body.
+fn get(port: u16, host: &str, path: &str) -> (u16, Vec<u8>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            let text = String::from_utf8_lossy(&buf);
+            if let Some(status) = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()) {
+                let body = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| buf[i + 4..].to_vec());
+                return (status, body.unwrap_or_default());
+            }
+        }
+        assert!(Instant::now() < deadline, "nothing answers on 127.0.0.1:{port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The user of every lighttpd process whose command line names `needle`.
+fn users_of(needle: &str) -> Vec<String> {
+    lighten::run::process::processes_mentioning(needle)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "lighttpd")
+        })
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let uid: u32 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some(match uid {
+                0 => "root".to_string(),
+                33 => "www-data".to_string(),
+                65534 => "nobody".to_string(),
+                n => n.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn the_printed_run_command_serves_the_site_as_root_and_as_a_normal_user() {
+    if !have("lighttpd") {
+        assert!(std::env::var_os("CI").is_none(), "lighttpd must be installed");
+        return;
+    }
+    let (dir, root) = open_copy("wordpress");
+    let site = root.join("var/www/html").to_string_lossy().into_owned();
+    let sysroot = root.to_string_lossy().into_owned();
+    let css = std::fs::read(root.join("var/www/html/wp-content/themes/twentytwentyfour/style.css")).unwrap();
+    let path = "/wp-content/themes/twentytwentyfour/style.css";
+
+    // Whoever runs the tests (root in CI): Apache's User is www-data, so lighttpd drops to
+    // it, and its logs go to a folder convert gave it.
+    let out = dir.path().join("as-caller");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        &sysroot,
+        "--server-name",
+        "example.test",
+        &site,
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        &listen,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let line = run_line(&r);
+    assert_eq!(line, format!("lighttpd -D -f {}/lighttpd.conf", out.display()));
+    let server = start(&line, None);
+    assert_eq!(get(port, "example.test", path), (200, css.clone()));
+    assert_eq!(get(port, "example.test", "/.htaccess").0, 403);
+    if is_root() {
+        let users = users_of(&out.to_string_lossy());
+        assert!(!users.is_empty() && users.iter().all(|u| u == "www-data"), "lighttpd runs as {users:?}");
+    }
+    drop(server);
+    let log = std::fs::read_to_string(out.join("run/error.log")).expect("lighttpd wrote its error log");
+    assert!(log.contains("server started"), "{log}");
+
+    // A normal user: lighten itself runs as that user and writes into a folder it owns.
+    let user_dir = dir.path().join("as-user");
+    std::fs::create_dir(&user_dir).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&user_dir, Some(65534), Some(65534)).unwrap();
+    }
+    let out = user_dir.join("site");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let bin = dir.path().join("lighten").to_string_lossy().into_owned();
+    let mut c = as_normal_user(&bin);
+    c.args(["convert", "--sysroot", &sysroot, "--server-name", "example.test", &site, "--out"])
+        .arg(&out)
+        .args(["--listen", &listen]);
+    let r = output(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let line = run_line(&r);
+    let prefix: Option<&[&str]> = if is_root() {
+        Some(&["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    } else {
+        None
+    };
+    let server = start(&line, prefix);
+    assert_eq!(get(port, "example.test", path), (200, css));
+    if is_root() {
+        let users = users_of(&out.to_string_lossy());
+        assert!(!users.is_empty() && users.iter().all(|u| u == "nobody"), "lighttpd runs as {users:?}");
+    }
+    drop(server);
+
+    // Apache's own port 80 cannot be bound by a normal user: said, and no run: line.
+    let mut c = as_normal_user(&bin);
+    c.args(["convert", "--sysroot", &sysroot, "--server-name", "example.test", &site, "--out"])
+        .arg(user_dir.join("port-80"));
+    let r = output(c);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("0.0.0.0:80, which only root may bind"), "{}", r.stderr);
+    assert!(r.stderr.contains("--listen 127.0.0.1:8080"), "{}", r.stderr);
+    assert!(!r.stdout.contains("run: "), "{}", r.stdout);
+}
+
+#[test]
+fn a_rule_apache_refuses_at_startup_stops_convert_verify_and_wizard() {
+    let root = "fixtures/regress/bad-rewrite-regex";
+    let conf = format!("{root}/etc/apache2/apache2.conf");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_string_lossy().into_owned();
+    let r = lighten(&["convert", "--sysroot", root, &conf, "--out", &o]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("error[bad-regex]"), "{}", r.stderr);
+    assert!(r.stderr.contains(&format!("{conf}:15:13")), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was converted"), "{}", r.stderr);
+    assert!(!out.exists(), "convert wrote {}", out.display());
+    // verify stops before it starts a server; the wizard before its first question more.
+    let r = lighten(&["verify", "--sysroot", root, &conf]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains(&format!("{conf}:15:13")), "{}", r.stderr);
+    let r = lighten(&[
+        "wizard",
+        "--sysroot",
+        root,
+        "--config",
+        &conf,
+        "--yes",
+        "--out",
+        &o,
+        "--no-verify",
+        "--no-bench",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains(&format!("{conf}:15:13")), "{}", r.stderr);
+    assert!(!out.exists(), "the wizard wrote {}", out.display());
+}
+
+#[test]
+fn an_unreadable_vhost_file_is_an_error_not_a_missing_vhost() {
+    let (dir, root) = open_copy("regress/disabled-ssl-vhost");
+    let vhost = root.join("var/www/vhosts/system/other.test/conf/httpd.conf");
+    set_mode(&vhost, 0o000);
+    let conf = root.join("etc/apache2/apache2.conf");
+    let out = dir.path().join("out");
+    // Root reads any file, so the unreadable file is tried as a normal user.
+    let mut c = as_normal_user(&dir.path().join("lighten").to_string_lossy());
+    c.args(["--color", "never", "convert", "--sysroot"]).arg(&root).arg(&conf).arg("--out").arg(&out);
+    let r = output(c);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("other.test/conf/httpd.conf"), "{}", r.stderr);
+    assert!(!out.exists(), "convert wrote {}", out.display());
+}
+
+#[test]
+fn vhosts_inside_a_false_ifmodule_never_become_hosts() {
+    let root = "fixtures/regress/disabled-ssl-vhost";
+    let conf = format!("{root}/etc/apache2/apache2.conf");
+    let r = lighten(&["inspect", "--summary", "--sysroot", root, &conf]);
+    let vhosts: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("vhost ")).collect();
+    assert_eq!(vhosts.len(), 2, "{}", r.stdout);
+    assert!(vhosts.iter().all(|l| l.contains("*:80") && !l.contains("localhost")), "{}", r.stdout);
+    assert_eq!(
+        r.stdout.matches("skipped <VirtualHost *:443>: inside a false conditional").count(),
+        2,
+        "{}",
+        r.stdout
+    );
+
+    // Both ports (no --listen): the conversion starts.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let r = lighten(&["convert", "--sysroot", root, &conf, "--out", &out.to_string_lossy()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert_eq!(lighten::translate::conf::repeated_conditional(&text), None, "{text}");
+    assert!(!text.contains("localhost"), "a skipped vhost was converted:\n{text}");
+    assert_eq!(text.matches("example\\.test").count(), 2, "one block per port:\n{text}");
+    if have("lighttpd") {
+        lighten::run::lighttpd::check_config(&out.join("lighttpd.conf")).unwrap();
+    }
+}
+
+#[test]
+fn the_repeated_conditional_check_finds_repeats() {
+    use lighten::translate::conf::repeated_conditional;
+    let conf = "$SERVER[\"socket\"] == \":80\" {\n  $HTTP[\"host\"] =~ \"a\" {\n  }\n  else $HTTP[\"host\"] =~ \"a\" {\n  }\n}\n";
+    assert_eq!(repeated_conditional(conf).as_deref(), Some("4: $HTTP[\"host\"] =~ \"a\""));
+    let ok = "$SERVER[\"socket\"] == \":80\" {\n  $HTTP[\"host\"] =~ \"a\" {\n  }\n}\n$SERVER[\"socket\"] == \":443\" {\n  $HTTP[\"host\"] =~ \"a\" {\n  }\n}\n";
+    assert_eq!(repeated_conditional(ok), None);
+}
+
+#[test]
+fn every_regression_fixture_converts_to_a_setup_lighttpd_accepts() {
+    for f in fixtures("fixtures/regress") {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut args = f.inspect_args();
+        args[0] = "convert".into();
+        args.extend(["--out".into(), out.to_string_lossy().into_owned()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = lighten(&args);
+        if f.manifest.apache_refuses {
+            assert_eq!(r.code, 2, "{}: {}", f.name, r.transcript());
+            assert!(!out.exists(), "{}: written", f.name);
+            continue;
+        }
+        assert!(r.code == 0 || r.code == 1, "{}: {}", f.name, r.transcript());
+        let text = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+        assert_eq!(lighten::translate::conf::repeated_conditional(&text), None, "{}", f.name);
+        if have("lighttpd") {
+            lighten::run::lighttpd::check_config(&out.join("lighttpd.conf"))
+                .unwrap_or_else(|e| panic!("{}: {e}", f.name));
+        }
+    }
+}
+
+#[test]
+fn what_the_output_needs_and_this_machine_lacks_is_named_with_its_apache_line() {
+    if !have("lighttpd") {
+        assert!(std::env::var_os("CI").is_none(), "lighttpd must be installed");
+        return;
+    }
+    let (dir, root) = open_copy("plesk");
+    let sysroot = root.to_string_lossy().into_owned();
+    let input = root.join("var/www/vhosts").to_string_lossy().into_owned();
+    let convert =
+        |out: &Path| lighten(&["convert", "--sysroot", &sysroot, &input, "--out", &out.to_string_lossy()]);
+    // As the fixture is: the PHP-FPM socket of shop.example is not there (a warning with
+    // the SetHandler line); everything else is.
+    let r = convert(&dir.path().join("complete"));
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("plesk.conf.d/vhosts/shop.example.conf:201: PHP FastCGI socket"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("run: "), "{}", r.stdout);
+
+    // Without the certificates and a password file.
+    std::fs::remove_file(root.join("opt/psa/var/certificates/scfDfLt9Xk2Qm7Vp4Nw8")).unwrap();
+    std::fs::remove_file(root.join("var/www/vhosts/static.example/.htpasswd")).unwrap();
+    let out = dir.path().join("incomplete");
+    let r = convert(&out);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    let cert = root.join("opt/psa/var/certificates/scfDfLt9Xk2Qm7Vp4Nw8");
+    assert!(
+        r.stderr.contains(&format!(
+            "error: {sysroot}/etc/apache2/plesk.conf.d/server.conf:84: certificate: {}: does not exist",
+            cert.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("static.example/.htpasswd: does not exist"), "{}", r.stderr);
+    assert!(r.stderr.contains("will not start as it is"), "{}", r.stderr);
+    assert!(!r.stdout.contains("run: "), "no run: line for a setup that does not start\n{}", r.stdout);
+    assert!(out.join("lighttpd.conf").is_file(), "the output is still written, to be fixed");
+}
