@@ -74,9 +74,18 @@ one by one, atomically; a file replaced with other content is kept as NAME.light
 other files in the folder are left alone. --dry-run writes nothing and prints the diff
 between the folder and what would be written.
 
-Exit status: 0 everything translated exactly; 1 something was approximated or is
-unsupported (see report.md; unsupported parts fail closed with 403); 2 failure, or with
---strict anything inexact (then nothing is written). With --dry-run, diff's: 0 nothing
+After writing, lighttpd -tt runs on the output, and every file and program it names
+(certificates, keys, password files, PHP sockets, php-cgi, document roots, the Lua
+scripts, the runtime folder) is checked as the user lighttpd will run as: Apache's User
+when started as root (lighten then gives it the runtime folder), else whoever starts it.
+Each problem names the Apache file:line it comes from and the Debian package that fixes
+it where there is one; the run: line is printed only for a setup that starts.
+
+Exit status: 0 the converted site answers like Apache (differences in logging are notes);
+1 something that changes answers is approximated or unsupported (see report.md;
+unsupported parts fail closed with 403); 2 failure: Apache would refuse the configuration
+(nothing is written), the written setup would not start (the errors say why), or
+--strict with anything inexact (nothing is written). With --dry-run, diff's: 0 nothing
 would change, 1 something would, 2 trouble.")]
     Convert(ConvertArgs),
     /// Convert every hosting account of a Plesk server: one folder each, and all together
@@ -131,7 +140,8 @@ A requests file has one request a line: METHOD URL [| Header: value]..., e.g.
   GET http://example.com/blog/?p=1 | Cookie: a=b
 
 Exit status: 0 every answer the same; 1 some differ; 3 a fail-open (Apache refused,
-lighttpd served): never switch over then; 2 failure.")]
+lighttpd served): never switch over then; 2 failure, or Apache would refuse the
+configuration; 130 interrupted (the servers are stopped and reaped first).")]
     Verify(VerifyArgs),
     /// Load-test a URL with ab's flags and report, or compare Apache with the conversion
     #[command(after_help = "\
@@ -153,7 +163,8 @@ does, with the real PHP backend), warms each up, runs the same load against each
 turns (A B A B ...), samples each server's whole process tree (memory, CPU) during the
 runs, and writes compare.md, compare.json and SVG charts to --out.
 
-Exit status: 0 done; 1 done, but some requests failed; 2 failure.")]
+Exit status: 0 done; 1 done, but some requests failed; 2 failure; 130 interrupted (a
+plain run still prints what it measured).")]
     Bench(BenchArgs),
     /// The whole scenario on bundled sites: convert, verify, then benchmark
     #[command(after_help = "\
@@ -186,9 +197,11 @@ over and to roll back (printed, never run). Every question has a flag; --yes tak
 default answer of every question no flag answers. Without a terminal, a question no flag
 answers is an error that names the flags (exit 2).
 
-Exit status: 0 written, everything exact; 1 written, but something is approximated or
-unsupported, verify found differences or benchmark requests failed; 3 verify found a
-fail-open; 2 failure or a question left unanswered; 130 cancelled (nothing written).")]
+Exit status: 0 written, and the site answers like Apache; 1 written, but something that
+changes answers is approximated or unsupported, verify found differences or benchmark
+requests failed; 3 verify found a fail-open; 2 failure, Apache would refuse the
+configuration, the written setup would not start, or a question left unanswered; 130
+cancelled or interrupted.")]
     Wizard(WizardArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "\

@@ -90,6 +90,7 @@ pub fn stop_all_on_interrupt() {
             }
             stop_everything();
             restore_terminal();
+            eprintln!("\nlighten: interrupted");
             std::process::exit(130);
         });
     });

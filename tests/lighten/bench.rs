@@ -319,3 +319,58 @@ fn compare_writes_the_report_and_leaves_nothing_behind() {
     assert!(left.is_empty(), "processes left behind: {left:?}");
     assert!(!std::path::Path::new(&sandbox).exists(), "the sandbox {sandbox} was left behind");
 }
+
+/// Ctrl-C stops a run, which still prints what it measured, and exits 130.
+#[test]
+fn an_interrupted_benchmark_reports_what_it_measured_and_exits_130() {
+    let s = server(|_| Answer::Ok);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_lighten"))
+        .args(["bench", "-t", "60", "-c", "2", &s.url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once it has sent some requests.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while s.seen.load(Ordering::SeqCst) < 100 {
+        assert!(std::time::Instant::now() < deadline, "the benchmark sends nothing");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let started = std::time::Instant::now();
+    // SAFETY: kill(2) sends a signal to a process id; no memory is touched.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the run did not stop at once");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let complete: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Complete requests:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no report:\n{stdout}"));
+    assert!(complete >= 100 && complete <= s.seen.load(Ordering::SeqCst), "{stdout}");
+}
+
+/// `lighten ... | head`: a closed pipe ends lighten quietly, never with a panic.
+#[test]
+fn a_closed_stdout_is_no_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lighten"))
+        .args(["directives"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before lighten has written anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.status.signal() == Some(libc::SIGPIPE) || out.status.code() == Some(0),
+        "{:?}: {stderr}",
+        out.status
+    );
+}

@@ -188,10 +188,10 @@ fn interrupting_verify_leaves_nothing_behind() {
         "--limit".into(),
         "20000".into(),
     ]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lighten"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_lighten"))
         .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Wait until its servers run: children of this lighten whose command lines name its
@@ -210,9 +210,12 @@ fn interrupting_verify_leaves_nothing_behind() {
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "lighten exits 130 on Ctrl-C");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "lighten exits 130 on Ctrl-C\n{stdout}\n{stderr}");
+    // It stopped sending: no report of requests to servers it had stopped.
+    assert!(!stdout.contains("no answer") && !stdout.contains("requests,"), "{stdout}");
+    // Its children are gone by the time it exits (no grace period here).
     let left = lighten::run::process::processes_mentioning(&sandbox.to_string_lossy());
     assert!(left.is_empty(), "processes left behind: {left:?}");
     assert!(!sandbox.exists(), "the sandbox folder {} was left behind", sandbox.display());

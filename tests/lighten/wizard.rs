@@ -151,6 +151,24 @@ fn wizard_cancelled_at_a_question_writes_nothing() {
     assert!(plain(&shown).contains("cancelled; nothing written"), "{}", plain(&shown));
 }
 
+/// Ctrl-C at a prompt: the wizard ends with 130 and leaves the cursor visible (dialoguer
+/// hides it while a prompt is open).
+#[test]
+fn wizard_interrupted_at_a_question_restores_the_terminal() {
+    let mut s = spawn(&["--sysroot", "fixtures/plesk"]);
+    let mut shown = Vec::new();
+    answer(&mut s, &mut shown, "Which configuration?", "\x03");
+    let end = s.expect(Eof).expect("the wizard ends");
+    shown.extend_from_slice(end.as_bytes());
+    assert_eq!(exit_code(&s), 130);
+    let text = String::from_utf8_lossy(&shown);
+    let hidden = text.rfind("\x1b[?25l").expect("the prompt hid the cursor");
+    assert!(text[hidden..].contains("\x1b[?25h"), "the cursor stays hidden:\n{text:?}");
+    // Read by the prompt in raw mode (a cancel), or a SIGINT before the prompt reads.
+    let said = plain(&shown);
+    assert!(said.contains("cancelled; nothing written") || said.contains("lighten: interrupted"), "{said}");
+}
+
 #[test]
 fn wizard_without_a_terminal_names_the_flags_it_needs() {
     let r = lighten(&["wizard", "--sysroot", "fixtures/plesk"]);
