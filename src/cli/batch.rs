@@ -12,10 +12,11 @@
 //! in domain order and carries no time, so an unchanged server gives the same bytes.
 
 use super::args::BatchArgs;
-use super::convert::{parse_listen, prepare_model};
+use super::convert::{check_setup, give_runtime_dir, parse_listen, prepare_model};
 use super::inspect::load_options;
 use crate::batch::{Account, Combined, Counts, Failure, Shard, Status, Summary, Worst};
 use crate::config::{self, InputKind, LoadOptions};
+use crate::run::preflight::{Level, Problem};
 use crate::translate::Report;
 use crate::{model, plan};
 use anyhow::Context;
@@ -72,6 +73,9 @@ struct Done {
     report: Report,
     /// The dry run's changes, paths relative to the output folder.
     changes: Vec<plan::FileChange>,
+    /// What keeps the written setup from starting (checked for the combined one only:
+    /// `lighttpd -tt` once per account would be most of a large server's run).
+    problems: Vec<Problem>,
 }
 
 pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
@@ -129,7 +133,7 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
                 let f = Failure::other(format!("the folder {d} would clash with batch's own {d}"));
                 return (Account::failed(d, f), Vec::new());
             }
-            guarded(|| convert(&s, std::slice::from_ref(d), d))
+            guarded(|| convert(&s, std::slice::from_ref(d), d, false))
                 .map(|done| (Account::converted(d, &done.report), done.changes))
                 .unwrap_or_else(|f| (Account::failed(d, f), Vec::new()))
         },
@@ -171,15 +175,17 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
         rows.iter().filter(|r| r.status != Status::Failed).map(|r| r.domain.clone()).collect();
     let mut top: Vec<(PathBuf, String)> = Vec::new();
     let mut combined_diff = String::new();
+    let mut combined_problems: Vec<Problem> = Vec::new();
     let combined = if converted.is_empty() {
         None
     } else {
         if let Some(b) = &bar {
             b.set_message(format!("then the {} converted accounts together", converted.len()));
         }
-        let c = guarded(|| convert(&s, &converted, &names.combined));
+        let c = guarded(|| convert(&s, &converted, &names.combined, true));
         Some(match c {
             Ok(done) => {
+                combined_problems = done.problems;
                 let conf = combined_conf(&s, &names, converted.len());
                 top.push((PathBuf::from(&names.conf), conf));
                 combined_diff = plan::render(&done.changes, s.color);
@@ -246,11 +252,15 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
         });
     }
     plan::apply(&s.out, &top)?;
+    for p in &combined_problems {
+        writeln!(err, "lighten: the combined configuration: {}", p.line())?;
+    }
+    let starts = !combined_problems.iter().any(|p| p.level == Level::Error);
     if s.json {
         stdout.write_all(summary.to_json().as_bytes())?;
     } else {
         writeln!(stdout, "wrote {}: {} accounts ({counts})", s.out.display(), t.accounts)?;
-        if let Some(c) = summary.combined.as_ref().filter(|c| c.status != Status::Failed) {
+        if let Some(c) = summary.combined.as_ref().filter(|c| c.status != Status::Failed && starts) {
             writeln!(
                 stdout,
                 "run them all: lighttpd -D -f {} ({} accounts)",
@@ -260,13 +270,17 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
         }
         writeln!(stdout, "summary: {}", s.out.join(&names.markdown).display())?;
     }
+    if !starts {
+        writeln!(err, "lighten: the combined configuration was written but will not start as it is")?;
+        return Ok(2);
+    }
     Ok(summary.exit_status)
 }
 
 /// Loads `domains` of the root (alone, inside the server-wide configuration), converts
 /// them for `OUT/folder`, and writes the files (or, in a dry run, diffs them).  An error
 /// Apache would refuse the configuration for stops here, before anything is written.
-fn convert(s: &Settings, domains: &[String], folder: &str) -> Result<Done, Failure> {
+fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Result<Done, Failure> {
     let mut opts = s.load.clone();
     opts.plesk_domains = Some(domains.to_vec());
     let mut cfg = config::load(&s.root, &opts).map_err(|e| Failure::other(e.to_string()))?;
@@ -281,19 +295,26 @@ fn convert(s: &Settings, domains: &[String], folder: &str) -> Result<Done, Failu
     drop(model);
     drop(cfg);
     // Paths relative to the output folder, so diffs and backups name the account.
-    let report = p.conv.report;
-    let files: Vec<(PathBuf, String)> =
-        p.conv.files.into_iter().map(|(rel, text)| (Path::new(folder).join(rel), text)).collect();
+    let mut conv = p.conv;
+    let report = std::mem::take(&mut conv.report);
+    let written: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| p.out_dir.join(rel)).collect();
+    let files: Vec<(PathBuf, String)> = std::mem::take(&mut conv.files)
+        .into_iter()
+        .map(|(rel, text)| (Path::new(folder).join(rel), text))
+        .collect();
     let write_error = |e: std::io::Error| Failure::other(e.to_string());
+    let mut problems = Vec::new();
     let changes = if s.dry_run {
         plan::diff_files(&s.out, &files).map_err(write_error)?
     } else {
         plan::apply(&s.out, &files).map_err(write_error)?;
-        std::fs::create_dir_all(&p.runtime_dir)
-            .map_err(|e| Failure::other(format!("creating {}: {e}", p.runtime_dir.display())))?;
+        give_runtime_dir(&conv, &p.runtime_dir).map_err(|e| Failure::other(format!("{e:#}")))?;
+        if check {
+            problems = check_setup(&conv, written, &p.out_dir, &p.runtime_dir);
+        }
         Vec::new()
     };
-    Ok(Done { report, changes })
+    Ok(Done { report, changes, problems })
 }
 
 /// `OUT/lighttpd.conf`: the entry point that serves every converted account.

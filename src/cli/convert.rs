@@ -158,6 +158,14 @@ pub fn ready_to_run(
     out_dir: &Path,
     runtime_dir: &Path,
 ) -> anyhow::Result<Vec<Problem>> {
+    give_runtime_dir(conv, runtime_dir)?;
+    let files = conv.files.iter().map(|(rel, _)| out_dir.join(rel)).collect();
+    Ok(check_setup(conv, files, out_dir, runtime_dir))
+}
+
+/// Creates the runtime folder and, when lighten runs as root and lighttpd will drop to
+/// `server.username`, gives it (and the logs an earlier run left there) to that user.
+pub fn give_runtime_dir(conv: &translate::Conversion, runtime_dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
     if let Ok(id) = preflight::server_identity(conv.user.as_deref(), conv.group.as_deref())
         && id.uid != preflight::Identity::current().uid
@@ -171,8 +179,19 @@ pub fn ready_to_run(
                 .with_context(|| format!("giving {} to {}", p.display(), id.name))?;
         }
     }
-    let files: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| out_dir.join(rel)).collect();
-    Ok(preflight::check(&preflight::Setup {
+    Ok(())
+}
+
+/// What keeps the written setup from starting, or from answering as it should
+/// (`run::preflight`).
+/// `files` are the generated files, absolute.
+pub fn check_setup(
+    conv: &translate::Conversion,
+    files: Vec<PathBuf>,
+    out_dir: &Path,
+    runtime_dir: &Path,
+) -> Vec<Problem> {
+    preflight::check(&preflight::Setup {
         conf: &out_dir.join("lighttpd.conf"),
         files,
         runtime_dir,
@@ -180,7 +199,7 @@ pub fn ready_to_run(
         user: conv.user.as_deref(),
         group: conv.group.as_deref(),
         user_at: &conv.user_at,
-    }))
+    })
 }
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {

@@ -53,7 +53,7 @@ pub struct Entry {
     pub fate: Fate,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub entries: Vec<Entry>,
     pub counts: BTreeMap<String, usize>,

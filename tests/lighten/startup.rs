@@ -402,3 +402,47 @@ fn what_the_output_needs_and_this_machine_lacks_is_named_with_its_apache_line() 
     assert!(!r.stdout.contains("run: "), "no run: line for a setup that does not start\n{}", r.stdout);
     assert!(out.join("lighttpd.conf").is_file(), "the output is still written, to be fixed");
 }
+
+#[test]
+fn batch_of_a_server_with_skipped_https_vhosts_serves_with_the_printed_command() {
+    if !have("lighttpd") {
+        assert!(std::env::var_os("CI").is_none(), "lighttpd must be installed");
+        return;
+    }
+    let root = "fixtures/regress/disabled-ssl-vhost";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let r = lighten(&[
+        "batch",
+        "--sysroot",
+        root,
+        &format!("{root}/var/www/vhosts"),
+        "--server-config",
+        "/etc/apache2/apache2.conf",
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        &listen,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = std::fs::read_to_string(out.join("combined/lighttpd.conf")).unwrap();
+    assert_eq!(lighten::translate::conf::repeated_conditional(&text), None, "{text}");
+    let line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run them all: "))
+        .and_then(|l| l.split(" (").next())
+        .unwrap_or_else(|| panic!("{}", r.stdout))
+        .to_string();
+    let _server = start(&line, None);
+    for host in ["example.test", "www.other.test"] {
+        let (status, body) = get(port, host, "/");
+        let name = host.trim_start_matches("www.");
+        assert_eq!(
+            (status, String::from_utf8_lossy(&body).trim()),
+            (200, format!("<h1>{name}</h1>").as_str())
+        );
+    }
+}
