@@ -19,6 +19,9 @@ fn convert(f: &crate::helpers::Fixture, out: &Path) -> i32 {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = lighten(&args);
     assert!(r.code == 0 || r.code == 1, "{}: exit {}: {}", f.name, r.code, r.stderr);
+    // lighttpd -tt has nothing to say about any output (it warned about Basic auth
+    // without mod_authn_file, and a missing plugin is only a message).
+    assert!(!r.stderr.contains("lighttpd -tt"), "{}: {}", f.name, r.stderr);
     r.code
 }
 
