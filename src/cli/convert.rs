@@ -67,7 +67,7 @@ pub fn prepare_model(
                 return p.to_string();
             }
             let inside = sysroot.host_path(p);
-            if inside.exists() || !Path::new(p).exists() {
+            if inside.exists() || !on_host(Path::new(p)) {
                 inside.to_string_lossy().into_owned()
             } else {
                 p.to_string()
@@ -200,6 +200,16 @@ pub fn check_setup(
         group: conv.group.as_deref(),
         user_at: &conv.user_at,
     })
+}
+
+/// Whether `p` exists on this machine, also when the caller may not look at it (a normal
+/// user and `/etc/ssl/private/...`): the output then names it, and the preflight says who
+/// cannot read it, instead of naming a copy that does not exist.
+fn on_host(p: &Path) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+    }
 }
 
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {

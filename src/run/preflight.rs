@@ -86,7 +86,16 @@ impl Identity {
             g.truncate(n as usize);
             (libc::geteuid(), libc::getegid(), g)
         };
-        Identity { name: format!("uid {uid}"), uid, gid, groups }
+        // SAFETY: getpwuid returns static storage or null; the name is copied at once.
+        let name = unsafe {
+            let pw = libc::getpwuid(uid);
+            if pw.is_null() {
+                format!("uid {uid}")
+            } else {
+                std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
+            }
+        };
+        Identity { name, uid, gid, groups }
     }
 
     /// A user of this machine by name, with the groups `initgroups()` would give it and
@@ -129,7 +138,13 @@ impl Identity {
     /// following the mode bits of the path and of every folder above it.
     pub fn may(&self, path: &Path, want: &str) -> Result<(), String> {
         let path = std::path::absolute(path).map_err(|e| e.to_string())?;
-        let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {}", path.display(), reason(&e)))?;
+        // lighten may see less than the server's user (or more): a folder it cannot
+        // enter is told by the mode bits below, a missing path here.
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => None,
+            Err(e) => return Err(format!("{}: {}", path.display(), reason(&e))),
+        };
         let mut dirs: Vec<PathBuf> = path.ancestors().skip(1).map(Path::to_path_buf).collect();
         dirs.reverse();
         for d in &dirs {
@@ -138,6 +153,9 @@ impl Identity {
                 return Err(format!("{} cannot enter {}", self.name, d.display()));
             }
         }
+        let Some(meta) = meta else {
+            return Err(format!("{}: permission denied", path.display()));
+        };
         for (c, bit, word) in [('r', 4, "read"), ('w', 2, "write"), ('x', 1, "enter or run")] {
             if want.contains(c) && !self.allows(&meta, bit) {
                 return Err(format!("{} cannot {word} {}", self.name, path.display()));
@@ -277,11 +295,12 @@ fn need_problem(n: &Need, me: &Identity, server: &Identity) -> Option<Problem> {
         NeedKind::Module => None,
         // Read at startup, before lighttpd drops privileges.
         NeedKind::Certificate | NeedKind::Key => me.may(path, "r").err().map(|e| {
-            Problem::error(
-                &n.at,
-                format!("{what}: {e}"),
-                Some("copy it here, or point lighttpd.conf at it".into()),
-            )
+            let fix = if n.path.contains("ssl-cert-snakeoil") && e.ends_with("does not exist") {
+                "apt-get install ssl-cert (Debian's self-signed certificate)"
+            } else {
+                "copy it here, or point lighttpd.conf at it"
+            };
+            Problem::error(&n.at, format!("{what}: {e}"), Some(fix.to_string()))
         }),
         NeedKind::PasswordFile => server.may(path, "r").err().map(|e| {
             Problem::warning(
