@@ -11,7 +11,7 @@
 # installed with rustup when cargo is missing.
 set -eu
 
-PACKAGES="apache2 apache2-utils lighttpd lighttpd-modules-lua lighttpd-mod-openssl lighttpd-mod-deflate ssl-cert php-cgi php-fpm lua5.4 openssl ca-certificates curl wrk"
+PACKAGES="apache2 apache2-utils lighttpd lighttpd-modules-lua lua-rex-pcre2 lighttpd-mod-openssl lighttpd-mod-deflate ssl-cert php-cgi php-fpm lua5.4 openssl ca-certificates curl wrk"
 
 missing=""
 for p in $PACKAGES; do

@@ -10,11 +10,12 @@
 //! The Lua side runs with two regex back ends:
 //! - *oracle*: lighten_re is replaced by a stub that asks this test over a pipe and PCRE2
 //!   answers, so the engine alone is compared, on every pattern of the corpus;
-//! - *luare*: the programs `lighten::luare::compile_with` makes with DOTALL, as the Rust
+//! - *luare*: the patterns `lighten::luare::compile_with` prints with DOTALL, as the Rust
 //!   evaluator compiles (Apache also sets DOLLAR_ENDONLY, which the pcre2 crate cannot set,
-//!   so both sides leave it out here), run by `lighten_re.lua`: the stack as shipped.  A pattern it
-//!   cannot compile, or one that runs out of steps, must fail closed (403 after the same
-//!   trace up to that rule or condition); everything else must agree.
+//!   so both sides leave it out here), run by `lighten_re.lua` on the system's PCRE2
+//!   (lua-rex-pcre2): the stack as shipped.  A pattern that runs out of lighten_re's match
+//!   limit must fail closed (403 after the same trace up to that rule or condition);
+//!   everything else must agree.
 //!
 //! Each input also runs once without a trace (the production path), which must end in
 //! the same action, flags, state and environment.
@@ -1186,9 +1187,9 @@ fn lua_rewrite_engine_agrees_with_rust() {
     for r in &oracle_tally.reasons {
         assert!(r.contains("cannot be evaluated here"), "the oracle back end failed closed: {r}");
     }
-    // tests/luarewrite/edge has one of each: a pattern luare refuses (in a rule and in a
-    // condition), one that runs out of steps, an expression the translator could not compile.
-    for why in ["lighten_re cannot run this pattern", "step limit exceeded", "cannot be evaluated here"] {
+    // tests/luarewrite/edge has one of each: a pattern that runs out of PCRE2's match
+    // limit, an expression the translator could not compile.
+    for why in ["PCRE2_ERROR_MATCHLIMIT", "cannot be evaluated here"] {
         assert!(luare_tally.reasons.iter().any(|r| r.contains(why)), "nothing failed closed with '{why}'");
     }
     // The corpus is the evidence: it must not shrink unnoticed.

@@ -76,13 +76,13 @@ impl Fast {
 }
 
 /// `compiled` with its fast path attached when `pattern` has one: the program table then
-/// starts with `fast = {...}`, which `lighten_re.lua` runs instead of the machine (the
-/// machine's program stays, for searches that start later in the subject).
+/// starts with `fast = {...}`, which `lighten_re.lua` runs instead of PCRE2 (the pattern
+/// stays, for searches that start later in the subject).
 pub fn attach(pattern: &str, opts: &Options, mut compiled: super::Compiled) -> super::Compiled {
     if let Some(f) = fast(pattern, opts)
         && compiled.program.starts_with('{')
     {
-        compiled.program = format!("{{fast={},{}", f.lua(opts.caseless), &compiled.program[1..]);
+        compiled.program = format!("{{fast = {}, {}", f.lua(opts.caseless), &compiled.program[1..]);
     }
     compiled
 }

@@ -1,77 +1,39 @@
-//! `luare`: compiles Apache's PCRE2 patterns to programs for a small backtracking regex VM
-//! written in Lua (`templates/lua/lighten_re.lua`), so generated mod_magnet scripts match
-//! exactly what Apache matched.
+//! `luare`: Apache's PCRE2 patterns for the generated mod_magnet scripts, matched there by
+//! the real PCRE2 (`templates/lua/lighten_re.lua` over Debian's lua-rex-pcre2), and the
+//! pattern knowledge the translator and `verify` need on the Rust side.
 //!
-//! # Why
+//! # Why PCRE2 in Lua
 //!
 //! RewriteRule, RewriteCond, `<FilesMatch>` and RedirectMatch patterns are PCRE2 patterns
-//! that Apache matches on bytes (it never sets PCRE2_UTF). lighttpd's Lua (5.4, inside
-//! mod_magnet) has no regex library, and Lua patterns are a different language. lighttpd's
-//! own conditionals do use PCRE2, but only on fixed request fields, and lighttpd compiles
-//! them in UTF mode, which changes what `.`, classes and case folding mean on non-ASCII
-//! bytes. So a rule that needs `-f` checks, environment variables or captures in Lua needs
-//! its own matcher.
+//! that Apache matches on bytes (it never sets PCRE2_UTF). lighttpd's own conditionals use
+//! PCRE2 too, but only on fixed request fields and in UTF mode, which changes what `.`,
+//! classes and case folding mean on non-ASCII bytes; a rule that needs `-f` checks,
+//! environment variables or captures runs in Lua. Debian 12 ships lrexlib for Lua 5.4
+//! linked against libpcre2-8 10.42, the library its Apache links: it loads inside
+//! mod_magnet, so the generated scripts match with Apache's own engine and version. (An
+//! earlier version compiled patterns to a backtracking machine written in Lua: slower by
+//! orders of magnitude on hostile input, which stalled lighttpd's event loop, and unable
+//! to run recursion, branch reset or `\K`.)
 //!
-//! # How
+//! # What this module does
 //!
-//! `compile` first hands the pattern to the real PCRE2 (the `pcre2` crate): whatever PCRE2
-//! refuses is an error here too, with PCRE2's message. Then `parser` reads it into the
-//! tree in `ast` (options such as `(?i)` resolved into the nodes), and `program` lowers the
-//! tree to a flat instruction list laid out like PCRE2's compiled code, so backtracking
-//! tries the same choices in the same order and reports the same captures.
+//! - [`compile_with`] checks a pattern with PCRE2 (the `pcre2` crate: what it refuses is an
+//!   error with PCRE2's message, and the rule fails closed) and prints the table
+//!   `lighten_re.lua` compiles at its first use: `{src = <pattern>, opts = "DOTALL
+//!   DOLLAR_ENDONLY [CASELESS]"}`. The crate bundles a newer PCRE2 than Debian's; where
+//!   10.42 refuses what the crate accepted (variable-length lookbehind), lighten_re reports
+//!   the refusal as an error at run time and the request fails closed, as Apache on 10.42
+//!   refuses the pattern at startup.
+//! - `fast` recognises shapes that need no engine at all (a literal, a literal at one
+//!   end, "everything", `^.*(a|b).*$`): the table then starts with `fast = {...}`, which
+//!   lighten_re answers with a string comparison; checked against PCRE2 by its tests.
+//! - `sample` finds a subject a pattern matches, for `verify`'s derived requests.
+//!   `parser` reads the pattern into the tree in `ast` for those two; `byteset` is a set
+//!   of bytes (PCRE2's C-locale tables).
 //!
-//! The program is printed as a Lua table constructor:
-//!
-//! ```text
-//! {v=1, ng=<groups>, nr=<registers>, anchor=1|2, fb=<byte> | fs=<set>, rb=<byte>, rbi=1,
-//!  code={op,a,b,c, op,a,b,c, ...}, sets={"<64 hex digits>", ...}, strs={"...", ...}}
-//! ```
-//!
-//! | field    | meaning                                                                  |
-//! |----------|--------------------------------------------------------------------------|
-//! | `v`      | format version, checked against the module's `VERSION`                   |
-//! | `ng`     | capturing groups; `nr` registers                                          |
-//! | `code`   | four integers per instruction: opcode (`program::Op`), three operands; jump targets are indices into `code` |
-//! | `sets`   | 256-bit byte sets in hex, decoded once into lookup tables                 |
-//! | `strs`   | literal runs (`Str`; lowercased for `StrFold`)                            |
-//! | `anchor` | a match can only start at the subject start (1) or the search start (2)  |
-//! | `fb`/`fs`| the byte, or set index, every match starts with: the search skips ahead   |
-//! | `rb`     | a byte every match contains (`rbi`: either case): absent, no search at all |
-//!
-//! Registers `2g+1` and `2g+2` hold group g's start and end (1-based, end exclusive); the
-//! others hold group-open positions, loop-iteration starts and the backtrack-stack heights
-//! of atomic groups and lookarounds. The VM is one function with an explicit backtrack
-//! stack of five-slot entries and a trail of register writes that backtracking undoes, so
-//! a step allocates nothing; a greedy single-byte repeat (`[^/]*`) is one stack entry that
-//! gives back a byte per retry (skipping ends where a following literal cannot match).
-//! Atomic groups and lookarounds cut the stack back to a saved height, as PCRE2 discards
-//! the frames of a finished assertion. A call stops after `STEP_LIMIT` backtracking steps
-//! (or `STACK_LIMIT` stack slots) and reports that as an error, never as "no match":
-//! PCRE2 has a match limit too, and the caller must fail closed. See the Lua file's header
-//! for the calling convention.
-//!
-//! # What is not supported, and why
-//!
-//! Anything the machine cannot match exactly is refused with an `Unsupported` error, so the
-//! translator can fail closed instead of approximating a rule:
-//!
-//! - Unicode and UTF constructs (`\p`, `\X`, `\N{U+..}`), `\C`, `\K`: Apache never turns on
-//!   UTF, and `\K` changes the reported match start, which the VM does not model.
-//! - Recursion and subroutines (`(?R)`, `(?1)`, `(?&n)`, `\g<1>`), conditionals
-//!   `(?(1)..)`, branch reset `(?|..)`, callouts, backtracking verbs `(*SKIP)` etc., and
-//!   duplicate group names (`(?J)`, or Apache's PCRE2_DUPNAMES): rare in configurations,
-//!   each would need its own VM machinery.
-//! - Syntax whose meaning changed after PCRE2 10.42, the version Apache links on Debian 12,
-//!   while the `pcre2` crate bundles a newer one: `x{,3}` and spaces in braces (literals in
-//!   10.42), lookbehind branches of variable length, back references in lookbehind, group
-//!   names over 32 bytes. (Where 10.45 refuses what 10.42 accepted, such as `\x` without
-//!   digits, the pattern is refused: an error either way.)
-//! - Where PCRE2's start-of-match optimisations change the result, Apache gets the changed
-//!   result, so those patterns are refused: any group repeated `{0}` (a lookahead inside
-//!   it still steers the search: `(?:$|(?=b)){0}` never matches "/", in 10.42 and 10.45),
-//!   and, for 10.42, a pattern that starts with a lookahead for a literal (`(?=b)a*b` does
-//!   not match "b"; 10.43 fixed it).
-//! - Quantifiers on anchors and on `[[:<:]]`: refused by PCRE2 or meaningless.
+//! Every search is bounded: lighten_re prefixes `(*LIMIT_MATCH=)` and `(*LIMIT_DEPTH=)`, and
+//! a search that reaches them is an error, never "no match" (a negated condition would
+//! otherwise become true): the request fails closed.
 //!
 //! # Apache's options
 //!
@@ -80,13 +42,12 @@
 //! `$` only matches at the very end. `compile` gives PCRE2's own defaults; use
 //! `compile_with(pattern, &Options::apache(nocase))` for what Apache does.
 //!
-//! This module does no I/O; the tests run the VM through `lua5.4`.
+//! This module does no I/O; the tests run lighten_re through `lua5.4`.
 
 mod ast;
 mod byteset;
 pub mod fast;
 mod parser;
-mod program;
 pub mod sample;
 
 #[cfg(test)]
@@ -97,13 +58,13 @@ use std::fmt;
 /// PCRE2's compile error ERR43, "two named subpatterns have the same name".
 const PCRE2_ERROR_DUPLICATE_NAME: i32 = 143;
 
-/// The Lua VM module (`lighten_re.lua`); install it where `package.path` finds it.
+/// The Lua module (`lighten_re.lua`); install it where `package.path` finds it.
 pub const LUA_MODULE: &str = include_str!("../../templates/lua/lighten_re.lua");
 
 /// A compiled pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compiled {
-    /// A Lua expression (a table constructor) describing the program; deterministic text.
+    /// A Lua table constructor: the pattern, its options, its fast path; deterministic.
     pub program: String,
     /// Number of capturing groups.
     pub groups: usize,
@@ -111,8 +72,8 @@ pub struct Compiled {
     pub names: Vec<(String, usize)>,
 }
 
-/// Why a pattern was not compiled: PCRE2 refuses it, or it uses something this module
-/// does not implement exactly. `offset` is a byte offset into the pattern.
+/// Why a pattern was not compiled: PCRE2 refuses it, or lighten cannot carry it
+/// (duplicate group names). `offset` is a byte offset into the pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unsupported {
     pub offset: usize,
@@ -155,7 +116,9 @@ pub fn compile(pattern: &str, caseless: bool) -> Result<Compiled, Unsupported> {
     compile_with(pattern, &Options { caseless, ..Options::default() })
 }
 
-/// Compiles `pattern` with the given options.
+/// Compiles `pattern` with the given options: checked by PCRE2 (what it refuses is an
+/// error with its message), printed as the table `lighten_re.lua` hands to PCRE2 at run
+/// time, with the fast path for the shapes that need no regex engine.
 pub fn compile_with(pattern: &str, options: &Options) -> Result<Compiled, Unsupported> {
     let checked = pcre2::bytes::RegexBuilder::new()
         .caseless(options.caseless)
@@ -163,15 +126,15 @@ pub fn compile_with(pattern: &str, options: &Options) -> Result<Compiled, Unsupp
         .multi_line(options.multiline)
         .extended(options.extended)
         .build(pattern);
-    let pcre_groups = match checked {
-        Ok(re) => re.captures_len() - 1,
+    let re = match checked {
+        Ok(re) => re,
         Err(e) => {
             let offset = e.offset().unwrap_or(0);
             let text = e.to_string();
             let prefix = format!("PCRE2: error compiling pattern at offset {offset}: ");
             let message = text.strip_prefix(&prefix).unwrap_or(&text);
             // Apache passes PCRE2_DUPNAMES (which the crate cannot), so there a duplicate
-            // name is valid; either way the machine refuses it (the rule fails closed).
+            // name is valid; lighten refuses it (the rule fails closed).
             let reason = if e.code() == PCRE2_ERROR_DUPLICATE_NAME {
                 "duplicate group names are not supported".to_string()
             } else {
@@ -180,14 +143,28 @@ pub fn compile_with(pattern: &str, options: &Options) -> Result<Compiled, Unsupp
             return Err(Unsupported { offset, reason });
         }
     };
-    let parsed = parser::parse(pattern, options)?;
-    if parsed.groups != pcre_groups {
-        return Err(Unsupported {
-            offset: 0,
-            reason: format!("internal: {} groups counted, PCRE2 counts {pcre_groups}", parsed.groups),
-        });
+    let names = re
+        .capture_names()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.as_ref().map(|n| (n.clone(), i)))
+        .collect();
+    let mut opts = Vec::new();
+    for (on, name) in [
+        (options.caseless, "CASELESS"),
+        (options.dotall, "DOTALL"),
+        (options.dollar_endonly, "DOLLAR_ENDONLY"),
+        (options.multiline, "MULTILINE"),
+        (options.extended, "EXTENDED"),
+    ] {
+        if on {
+            opts.push(name);
+        }
     }
-    let program =
-        program::lower(&parsed.root, parsed.groups).map_err(|reason| Unsupported { offset: 0, reason })?;
-    Ok(Compiled { program: program.to_lua(), groups: parsed.groups, names: parsed.names })
+    let program = format!(
+        "{{src = {}, opts = \"{}\"}}",
+        crate::translate::lua::bytes(pattern.as_bytes()),
+        opts.join(" ")
+    );
+    Ok(fast::attach(pattern, options, Compiled { program, groups: re.captures_len() - 1, names }))
 }

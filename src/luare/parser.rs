@@ -25,7 +25,6 @@ const NAMED_REF_BASE: usize = usize::MAX / 2;
 pub struct Parsed {
     pub root: Node,
     pub groups: usize,
-    pub names: Vec<(String, usize)>,
 }
 
 pub fn parse(pattern: &str, options: &Options) -> Result<Parsed, Unsupported> {
@@ -71,7 +70,7 @@ pub fn parse(pattern: &str, options: &Options) -> Result<Parsed, Unsupported> {
         }
     }
     resolve_named(&mut root, &resolved);
-    Ok(Parsed { root, groups: p.groups, names: p.names })
+    Ok(Parsed { root, groups: p.groups })
 }
 
 fn resolve_named(node: &mut Node, resolved: &[usize]) {

@@ -24,14 +24,12 @@ impl Site<'_> {
         let opts = crate::luare::Options::apache(caseless);
         match crate::luare::compile_with(pattern, &opts) {
             Ok(c) => {
-                // Common shapes skip the regex machine (same match, same groups).
-                let program = crate::luare::fast::attach(pattern, &opts, c).program;
-                self.regexes.push((pattern.to_string(), caseless, program));
+                self.regexes.push((pattern.to_string(), caseless, c.program));
                 let i = self.regexes.len();
                 self.re_index.insert(key, i);
                 Ok(format!("R[{i}]"))
             }
-            Err(u) => Err(format!("the regex {pattern:?} cannot be matched exactly in Lua: {}", u.reason)),
+            Err(u) => Err(format!("the regex {pattern:?} cannot be matched: {}", u.reason)),
         }
     }
 
@@ -577,16 +575,10 @@ impl Site<'_> {
         out.push_str("-- Regenerate with `lighten convert`; do not edit.\n\n");
         out.push_str("local X = require(\"lighten\").X\n\n");
         out.push_str(
-            "-- compiled regular expressions (lighten_re programs), by source pattern\nlocal R = {}\n",
+            "-- regular expressions, matched by PCRE2 with Apache's options (lighten_re)\nlocal R = {}\n",
         );
-        for (i, (pat, caseless, prog)) in self.regexes.iter().enumerate() {
-            out.push_str(&format!(
-                "-- {}{}\nR[{}] = {}\n",
-                super::lua::string(pat),
-                if *caseless { " [NC]" } else { "" },
-                i + 1,
-                prog
-            ));
+        for (i, (_, _, prog)) in self.regexes.iter().enumerate() {
+            out.push_str(&format!("R[{}] = {}\n", i + 1, prog));
         }
         out.push_str("\n-- ap_expr conditions\nlocal E = {}\n");
         for (i, f) in self.exprs.iter().enumerate() {

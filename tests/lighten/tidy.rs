@@ -167,3 +167,31 @@ fn regex_lite_modules(text: &str) -> Vec<String> {
     out.dedup();
     out
 }
+
+/// A Lua library the runtime `require`s (besides its own modules) comes from a Debian
+/// package setup.sh installs: without it every request answers 500.
+#[test]
+fn every_lua_library_the_runtime_loads_is_installed_by_setup() {
+    let packages = setup_packages();
+    let own = ["lighten", "lighten_re", "lighten_rewrite", "lighten_site", "lighten_mime"];
+    // The Debian package of each library the templates may load.
+    let known = [("rex_pcre2", "lua-rex-pcre2")];
+    for e in std::fs::read_dir("templates/lua").unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        for part in text.split("require").skip(1) {
+            let name = part.trim_start().trim_start_matches('(').trim_start();
+            let Some(q) = name.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+            let name: String = name[1..].chars().take_while(|c| *c != q).collect();
+            if own.contains(&name.as_str()) {
+                continue;
+            }
+            let (_, package) = known.iter().find(|(n, _)| *n == name).unwrap_or_else(|| {
+                panic!("{}: require {name:?}: which Debian package ships it?", e.path().display())
+            });
+            assert!(
+                packages.iter().any(|p| p == package),
+                "{name} comes from {package}, which setup.sh does not install"
+            );
+        }
+    }
+}
