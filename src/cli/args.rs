@@ -470,6 +470,12 @@ pub struct BenchArgs {
     /// With --compare: where compare.md, compare.json and the charts go
     #[arg(long, value_name = "DIR", default_value = "lighten-compare")]
     pub out: PathBuf,
+    /// With --compare: a hand-written lighttpd configuration to run in the same turns
+    /// (an expert's translation, for reference). It is included after var.docroot (the
+    /// loaded host's document root in the sandbox copy), var.port, var.rundir (a folder for
+    /// its logs) and var.confdir (its own folder) are set
+    #[arg(long, value_name = "CONF", requires = "compare")]
+    pub reference: Option<PathBuf>,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -62,19 +62,30 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
             ));
         }
     }
+    let loads_hosts: Vec<String> = loads.iter().map(|(_, l)| l.host.clone()).collect();
     eprintln!("starting Apache and the converted lighttpd in a sandbox ...");
     let pair = verify::launch(&for_run, &cfg, &model, &verify::Options::quiet(), false)?;
     let port = loads.first().map(|(p, _)| *p).unwrap_or(80);
     if loads.iter().any(|(p, _)| *p != port) {
         bail!("--path: every URL must use the same port");
     }
-    let servers = servers(&pair, port)?;
+    let mut servers = servers(&pair, port)?;
     eprintln!(
         "  Apache on 127.0.0.1:{}, lighttpd on 127.0.0.1:{} (sandbox {})",
         servers[0].port,
         servers[1].port,
         pair.sandbox.path().display()
     );
+    let first_host = plan_host(&loads_hosts, &default_host);
+    let reference = match &a.reference {
+        Some(conf) => Some(start_reference(conf, &pair, &model, &first_host)?),
+        None => None,
+    };
+    if let Some(r) = &reference {
+        eprintln!("  reference {} on 127.0.0.1:{}", a.reference.as_ref().unwrap().display(), r.port);
+        // Between the two, so the ratio column stays the conversion's against Apache.
+        servers.insert(1, Server { name: "reference".into(), port: r.port, pid: r.pid() });
+    }
     let plan = Plan {
         loads: loads.into_iter().map(|(_, l)| l).collect(),
         repeat: a.repeat.or(settings.bench.repeat).unwrap_or(3).max(1),
@@ -84,6 +95,7 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
         sample_every: Duration::from_millis(100),
     };
     let c = run_plan(&plan, &servers)?;
+    drop(reference);
     drop(pair);
     std::io::stdout().lock().write_all(compare::text(&c).as_bytes())?;
     let files = write(&c, &a.out, "lighten bench --compare", "")?;
@@ -93,6 +105,45 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
     );
     let failed = c.loads.iter().flat_map(|l| &l.servers).any(|s| s.failed > 0);
     Ok(if failed { 1 } else { 0 })
+}
+
+/// The host the loads name (the first), else the configuration's default.
+fn plan_host(hosts: &[String], default_host: &str) -> String {
+    hosts.first().cloned().unwrap_or_else(|| default_host.to_string())
+}
+
+/// Starts the hand-written reference configuration `conf` beside the pair: a wrapper in
+/// the sandbox sets var.docroot (the document root of the vhost serving `host`, in the
+/// sandbox copy), var.port, var.rundir and var.confdir, then includes `conf`.
+fn start_reference(
+    conf: &Path,
+    pair: &Pair,
+    model: &crate::model::Model,
+    host: &str,
+) -> anyhow::Result<crate::run::lighttpd::RunningLighttpd> {
+    let conf = std::path::absolute(conf).with_context(|| conf.display().to_string())?;
+    let docroot = model
+        .vhosts
+        .iter()
+        .find(|v| v.server_name.as_deref() == Some(host) || v.aliases.iter().any(|a| a == host))
+        .and_then(|v| v.document_root.clone())
+        .or_else(|| model.server.settings.host().document_root.as_ref().map(|d| d.value.clone()))
+        .context("no document root for the reference")?;
+    let docroot = pair.paths.map(&docroot);
+    let dir = pair.sandbox.path().join("reference");
+    std::fs::create_dir_all(&dir)?;
+    let port = crate::run::sandbox::free_port()?;
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\\\""));
+    let wrapper = format!(
+        "var.docroot = {}\nvar.port = {port}\nvar.rundir = {}\nvar.confdir = {}\ninclude {}\n",
+        quote(&docroot),
+        quote(&dir.to_string_lossy()),
+        quote(&conf.parent().unwrap_or(Path::new("/")).to_string_lossy()),
+        quote(&conf.to_string_lossy()),
+    );
+    let path = dir.join("lighttpd.conf");
+    std::fs::write(&path, wrapper)?;
+    Ok(crate::run::lighttpd::start(&path, &pair.sandbox, port)?)
 }
 
 /// Runs a plan with one progress line per run on standard error.
