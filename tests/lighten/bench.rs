@@ -374,3 +374,55 @@ fn a_closed_stdout_is_no_panic() {
         out.status
     );
 }
+
+/// `--reference`: the hand-written WP Super Cache translation runs in the same turns, and
+/// answers the cached homepage with the same document as Apache and the conversion.
+#[test]
+fn compare_runs_the_hand_written_reference_beside_the_pair() {
+    if !crate::helpers::servers_present() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().to_string_lossy().into_owned();
+    let r = lighten(&[
+        "bench",
+        "--sysroot",
+        "fixtures/wp-super-cache",
+        "--server-name",
+        "example.test",
+        "--compare",
+        "fixtures/wp-super-cache/var/www/html",
+        "--reference",
+        "bench/reference/wp-super-cache/lighttpd.conf",
+        "--path",
+        "/",
+        "-H",
+        "Accept-Encoding: gzip",
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "-k",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0.2",
+        "--out",
+        &dir,
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("compare.json")).unwrap()).unwrap();
+    assert_eq!(v["servers"], serde_json::json!(["Apache", "reference", "lighttpd"]));
+    let servers = v["loads"][0]["servers"].as_array().unwrap();
+    for s in servers {
+        let run = &s["runs"][0];
+        assert!(run["complete"] == 200 && run["failed"] == 0 && run["non_2xx"] == 0, "{s}");
+    }
+    let lengths: Vec<&serde_json::Value> = servers.iter().map(|s| &s["runs"][0]["document_length"]).collect();
+    assert!(
+        lengths[0].as_u64().unwrap() > 0 && lengths.iter().all(|l| *l == lengths[0]),
+        "documents differ: {lengths:?}"
+    );
+}
