@@ -349,7 +349,10 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         };
         let mut first_cond = true;
         let mut conditions = std::collections::BTreeSet::new();
-        for &n in &on_port {
+        // One vhost on the address answers every Host: no condition to write (it would
+        // only repeat the block as its own `else`).
+        let choices: &[usize] = if on_port.len() == 1 { &[] } else { &on_port };
+        for &n in choices {
             let names: Vec<String> = match hosts[n] {
                 Some(i) => {
                     let v = &model.vhosts[i];
