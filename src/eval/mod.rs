@@ -125,6 +125,12 @@ impl<'m> Engine<'m> {
 
     fn run(&mut self) -> Outcome {
         self.vhost = self.select_vhost();
+        // A fragment is not part of a request-target (RFC 9112): Apache answers 400
+        // ("URI must not contain a fragment") before anything else looks at the request.
+        if self.req.path.contains('#') || self.req.query.as_deref().is_some_and(|q| q.contains('#')) {
+            self.note(None, "the request-target has a fragment ('#'): 400");
+            return self.finish(400, Served::Error, None);
+        }
         let (uri, args) = match decode_path(&self.req.path) {
             Ok(u) => (u, self.req.query.clone()),
             Err(status) => {

@@ -1270,6 +1270,9 @@ end
 -- The whole request: rounds until an answer.
 function Ctx:run()
   local raw = self.target
+  -- A fragment is not part of a request-target: Apache answers 400 before anything else
+  -- looks at the request (lighttpd would take '#' as a path byte).
+  if find(raw, "#", 1, true) then return done(400) end
   local qpos = find(raw, "?", 1, true)
   local rawpath, query = raw, nil
   if qpos then rawpath, query = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end

@@ -128,7 +128,8 @@ fn evaluator_agrees_with_apache() {
     let mut known = 0;
     let mut sets = 0;
     let mut all_diffs = Vec::new();
-    for f in fixtures("fixtures") {
+    // The real-world fixtures, then the regressions (fixtures/regress/<what-broke>/).
+    for f in fixtures("fixtures").into_iter().chain(fixtures("fixtures/regress")) {
         let path = f.dir.join("requests.txt");
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
         let requests =
