@@ -41,6 +41,28 @@ pub fn stat(fs: &Sysroot, path: &str) -> Stat {
     }
 }
 
+/// The longest file name the filesystem takes (NAME_MAX on Linux filesystems).
+pub const NAME_MAX: usize = 255;
+
+/// Whether Apache's directory walk meets a name longer than [`NAME_MAX`] while every
+/// name before it is a directory: its stat() fails with ENAMETOOLONG, which
+/// `ap_directory_walk` answers with 403 (only ENOENT and ENOTDIR end the walk as
+/// PATH_INFO), before any .htaccess or access rule is read.
+pub fn name_too_long(fs: &Sysroot, path: &str) -> bool {
+    let mut cur = String::new();
+    for seg in path.split('/').skip(1) {
+        if seg.len() > NAME_MAX {
+            return true;
+        }
+        cur.push('/');
+        cur.push_str(seg);
+        if stat(fs, &cur).kind != Kind::Dir {
+            return false;
+        }
+    }
+    false
+}
+
 /// Apache's directory walk: the longest prefix of `path` that is a directory, then the
 /// next component (a file or the first missing name) as the filename, the rest as
 /// PATH_INFO.  A path that is a directory all along stays whole.

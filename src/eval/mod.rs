@@ -519,6 +519,13 @@ impl<'m> Engine<'m> {
         }
 
         // --- map to storage: directory walk and per-directory configuration
+        if fs::name_too_long(self.fs, &filename) {
+            self.note(
+                None,
+                format!("a name in {filename} is too long for the filesystem (ENAMETOOLONG): 403"),
+            );
+            return done(403, Served::Error);
+        }
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();
@@ -714,6 +721,13 @@ impl<'m> Engine<'m> {
         self.uri = url.to_string();
         self.args = args;
         let filename = format!("{}{}", self.docroot(), url);
+        if fs::name_too_long(self.fs, &filename) {
+            self.note(
+                None,
+                format!("a name in {filename} is too long for the filesystem (ENAMETOOLONG): 403"),
+            );
+            return done(403, Served::Error);
+        }
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();

@@ -212,6 +212,22 @@ local function walk(path)
 end
 M.walk = walk
 
+-- Whether Apache's directory walk meets a name longer than the filesystem takes (255
+-- bytes) while every name before it is a directory: ENAMETOOLONG, which Apache answers
+-- with 403 before any .htaccess or access rule is read (lighty.c.stat only says nil).
+local NAME_MAX = 255
+local function name_too_long(path)
+  local start, n = 2, #path
+  while start <= n + 1 do
+    local slash = find(path, "/", start, true) or (n + 1)
+    if slash - start > NAME_MAX then return true end
+    if slash > n then return false end
+    if stat(sub(path, 1, slash - 1)) ~= "dir" then return false end
+    start = slash + 1
+  end
+  return false
+end
+
 ---------------------------------------------------------------------------------------
 -- IP addresses (Require ip, Allow from)
 
@@ -1087,6 +1103,7 @@ end
 -- After [END] the rewritten URL is served without another rewrite round.
 function Ctx:serve_after_end(url, args)
   self.uri, self.args = url, args
+  if name_too_long(self:docroot() .. url) then return done(403) end
   local fname, path_info, kind = walk(self:docroot() .. url)
   self.filename, self.path_info = fname, path_info
   local dc = self:dir_config(fname, kind == "dir", url)
@@ -1159,6 +1176,7 @@ function Ctx:round(uri, args)
     return done(self.v.trace_enable and 405 or 405)
   end
 
+  if name_too_long(filename) then return done(403) end
   local fname, path_info, kind = walk(filename)
   self.filename, self.path_info = fname, path_info
   local dc = self:dir_config(fname, kind == "dir", self.uri)
