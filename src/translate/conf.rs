@@ -657,7 +657,7 @@ fn visit_handlers(s: &crate::model::Scope, f: &mut dyn FnMut(&Handler, Span)) {
 
 /// The file extensions PHP may be handed under: every AddHandler extension of a PHP
 /// handler, and the usual ones a `<FilesMatch>` SetHandler names.
-fn php_extensions(model: &Model) -> Vec<String> {
+pub fn php_extensions(model: &Model) -> Vec<String> {
     let mut exts = std::collections::BTreeSet::new();
     exts.insert(".php".to_string());
     let mut add = |s: &crate::model::Scope| {

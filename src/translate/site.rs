@@ -598,6 +598,13 @@ impl Site<'_> {
             d.set(&t, true);
         }
         site.set("deflate", if d.is_empty() { Value::Raw("{}".into()) } else { d });
+        // The extensions lighttpd's fastcgi.server hands to PHP (lighttpd.conf): a script
+        // whose name ends otherwise would be sent as a file, source and all.
+        let mut exts = Value::table();
+        for e in super::conf::php_extensions(model) {
+            exts.set(&e, true);
+        }
+        site.set("php_exts", exts);
         let links = self.symlinks(model);
         site.set("symlinks", if links.is_empty() { Value::Raw("{}".into()) } else { links });
         site.set("modules", if modules.is_empty() { Value::Raw("{}".into()) } else { modules });

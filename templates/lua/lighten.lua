@@ -1500,6 +1500,16 @@ function M.physical(l, site, n)
     if s.path_info and #s.path_info < #script_name and ends(script_name, s.path_info) then
       script_name = sub(script_name, 1, #script_name - #s.path_info)
     end
+    -- lighttpd's mod_fastcgi picks PHP by the name's last extension (as written), where
+    -- Apache's mod_mime takes .php anywhere among them (config.php.save): a script PHP
+    -- would not get is refused rather than sent as a file with its source. (php-fpm's
+    -- security.limit_extensions refuses such names with 403 too.)
+    local ext = s.script:match("(%.[^./]*)$")
+    if not (ext and site.php_exts[ext]) then
+      print("lighten: " .. tostring(cx.target) .. " refused (fails closed): " .. s.script
+        .. " is PHP for Apache, but lighttpd's fastcgi.server does not take its extension")
+      return 403
+    end
     attr["physical.doc-root"] = docroot
     attr["uri.path"] = script_name
     attr["physical.rel-path"] = sub(s.script, #docroot + 1)
