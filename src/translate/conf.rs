@@ -18,6 +18,7 @@ pub const MODULES: &[(&str, &str)] = &[
     ("mod_magnet", "lighttpd-modules-lua"),
     ("mod_auth", "lighttpd"),
     ("mod_authn_file", "lighttpd"),
+    ("mod_setenv", "lighttpd"),
     ("mod_fastcgi", "lighttpd"),
     ("mod_dirlisting", "lighttpd"),
     ("mod_accesslog", "lighttpd"),
@@ -179,7 +180,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     if uses_basic_auth(model) {
         // mod_auth asks for its password backend to be listed as well (1.4.69 warns that a
         // future release will not start otherwise).
-        modules.extend(["mod_auth", "mod_authn_file"]);
+        modules.extend(["mod_auth", "mod_authn_file", "mod_setenv"]);
     }
     modules.extend(["mod_fastcgi", "mod_dirlisting", "mod_accesslog"]);
     if !deflate_types(model, &mut Vec::new()).is_empty() {
@@ -631,19 +632,43 @@ pub fn auth_block(
             )),
         }
     }
-    let mut out = String::new();
+    // lighttpd takes the last matching $HTTP["url"] block, Apache the innermost directory:
+    // shorter prefixes first (stable: server, vhost, then .htaccess for the same folder),
+    // and one block per prefix (the last, as Apache merges).
+    areas.sort_by_key(|(url, _)| url.len());
+    let mut kept: Vec<(String, &crate::model::access::AccessConfig)> = Vec::new();
     for (url, a) in areas {
+        kept.retain(|(u, _)| *u != url);
+        kept.push((url, a));
+    }
+    let mut out = String::new();
+    for (url, a) in kept {
         let file = a.auth_user_file.as_ref().map(|f| (opts.map_path)(&f.value)).unwrap_or_default();
         need(NeedKind::PasswordFile, &file, a.auth_user_file.as_ref().map(|f| f.span));
         let realm = a.auth_name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
         out.push_str(&format!(
-            "    $HTTP[\"url\"] =^ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n    }}\n",
-            q(&url),
+            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: lighten.lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n    }}\n",
+            q(&area_regex(&url)),
             q(&file),
             q(&realm),
+            q(&file),
         ));
     }
     out
+}
+
+/// The URLs of a directory served at `url` (ending in `/`): the folder with or without
+/// its slash and everything under it, never a sibling that shares the prefix.
+fn area_regex(url: &str) -> String {
+    let mut s = String::from("^");
+    for c in url.trim_end_matches('/').chars() {
+        if "\\^$.|?*+()[]{}".contains(c) {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push_str("(?:/|$)");
+    s
 }
 
 fn visit_handlers(s: &crate::model::Scope, f: &mut dyn FnMut(&Handler, Span)) {

@@ -514,6 +514,9 @@ impl Site<'_> {
         }
         t.set("auth_type", a.auth_type.as_ref().map(|x| x.value.clone()));
         t.set("auth_name", a.auth_name.as_ref().map(|x| x.value.clone()));
+        // The password file as lighttpd.conf names it: lighten.lua accepts a user only when
+        // lighttpd checked it against this file (LIGHTEN_AUTH_FILE).
+        t.set("auth_user_file", a.auth_user_file.as_ref().map(|x| (self.map_path)(&x.value)));
         t
     }
 

@@ -578,6 +578,7 @@ local function apply(dc, s, dir, t)
     if a.legacy then dc.legacy = a.legacy end
     if a.auth_type then dc.auth_type = a.auth_type end
     if a.auth_name then dc.auth_name = a.auth_name end
+    if a.auth_user_file then dc.auth_user_file = a.auth_user_file end
     if a.require_ssl then dc.require_ssl = true end
     if a.refuse then dc.refuse = a.refuse end
   end
@@ -1187,6 +1188,9 @@ function Ctx:round(uri, args)
   if dc.broken then return done(500) end
   for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
 
+  -- A user counts for this directory only if lighttpd checked the password against this
+  -- directory's AuthUserFile: another realm's login never satisfies its Require.
+  if self.user and dc.auth_user_file and self.auth_file ~= dc.auth_user_file then self.user = nil end
   local denied, wants_user = self:access(dc)
   if denied then
     if wants_user then
@@ -1454,7 +1458,10 @@ function M.physical(l, site, n)
     headers = r.req_header, remote = attr["request.remote-addr"] or "",
     server_addr = attr["request.server-addr"] or "127.0.0.1",
     env = {}, rounds = 0, trace = nil, user = r.req_env["REMOTE_USER"],
+    auth_file = r.req_header["X-Lighten-Auth-File"],
   }, Ctx)
+  -- lighten's own marker (lighttpd.conf's auth blocks set it), not for the backend.
+  if cx.auth_file then r.req_header["X-Lighten-Auth-File"] = "" end
   if site.trace then cx.trace = {} end
   local ok, o = xpcall(cx.run, function(e)
     if getmetatable(e) == Untranslatable then return e end
