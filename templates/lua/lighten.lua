@@ -906,6 +906,24 @@ end
 
 -- The status access control answers with, or nil; the second value says whether the
 -- user must authenticate (AuthType Basic: the caller checks credentials).
+-- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
+-- (it hides dotfiles only): one its subrequest would not serve (a <Files> deny, a realm).
+-- Then the listing is refused rather than showing the name.
+function Ctx:listing_hides(dir)
+  local names = lighty.c.readdir(dir)
+  if type(names) ~= "function" then return true end
+  local base = ends(dir, "/") and dir or (dir .. "/")
+  local url = ends(self.uri, "/") and self.uri or (self.uri .. "/")
+  for name in names do
+    if byte(name, 1) ~= 46 then
+      local kind = stat(base .. name)
+      local dc = self:dir_config(base .. name, kind == "dir", url .. name)
+      if self:access(dc) then return true end
+    end
+  end
+  return false
+end
+
 function Ctx:access(dc)
   if dc.refuse then refuse(dc.refuse) end
   -- SSLRequireSSL: mod_ssl's access check comes first.
@@ -1091,7 +1109,10 @@ function Ctx:handle(dc, fname, path_info, kind)
     return done(200, { type = "file", path = fname, dc = dc, forced_type = self.forced_type })
   elseif kind == "dir" then
     if not self.site.modules.autoindex then return done(404) end
-    if dc.options & OPT.indexes ~= 0 then return done(200, { type = "listing", dir = fname, dc = dc }) end
+    if dc.options & OPT.indexes ~= 0 then
+      if self:listing_hides(fname) then return done(403) end
+      return done(200, { type = "listing", dir = fname, dc = dc })
+    end
     return done(403)
   end
   return done(404)

@@ -20,7 +20,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("plesk", "POST http://blog.example:80/Autodiscover/Autodiscover.xml", PROXY),
     ("plesk", "GET http://shop.example:80/mail/config-v1.1.xml?emailaddress=a%40shop.example", PROXY),
     ("fragment-in-target", "GET /area-a/#/../../area-b/secret.txt", AUTH_FIRST),
+    ("listing-shows-denied", "GET /files/", LISTING),
 ];
+
+const LISTING: &str = "mod_autoindex lists the folder without the file a <FilesMatch> denies; lighttpd's \
+     listing would show its name, so the translation refuses the listing (403)";
 
 const AUTH_FIRST: &str = "without a login, lighttpd's mod_auth asks for one (401) before lighten.lua sees the \
      fragment Apache answers 400 for: both refuse";

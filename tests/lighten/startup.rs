@@ -446,3 +446,36 @@ fn batch_of_a_server_with_skipped_https_vhosts_serves_with_the_printed_command()
         );
     }
 }
+
+/// A listing never shows a name Apache's mod_autoindex leaves out (a file <FilesMatch>
+/// denies): such a listing is refused; others are lighttpd's own.
+#[test]
+fn a_listing_never_shows_what_apache_hides() {
+    if !have("lighttpd") {
+        assert!(std::env::var_os("CI").is_none(), "lighttpd must be installed");
+        return;
+    }
+    let root = "fixtures/regress/listing-shows-denied";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        root,
+        &format!("{root}/etc/apache2/apache2.conf"),
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        &listen,
+    ]);
+    assert!(r.code == 0 || r.code == 1, "{}", r.transcript());
+    let _server = start(&run_line(&r), None);
+    let (status, body) = get(port, "example.test", "/files/");
+    assert!(status == 403 && !String::from_utf8_lossy(&body).contains("backup.sql"), "{status}");
+    let (status, body) = get(port, "example.test", "/open/");
+    let body = String::from_utf8_lossy(&body);
+    assert!(status == 200 && body.contains("a.txt") && body.contains("b.txt"), "{status}: {body}");
+    assert_eq!(get(port, "example.test", "/files/backup.sql").0, 403);
+}
