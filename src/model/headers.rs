@@ -56,7 +56,12 @@ pub fn read(item: &Item, request: bool, cx: &mut ReadCx) -> Option<HeaderRule> {
     if v.is_empty() {
         return bad(cx, format!("{} {action} requires a header name", item.name.value));
     }
-    let name = v.remove(0);
+    // mod_headers takes `Vary:` as `Vary` (WP Rocket writes names with the colon); measured
+    // on 2.4.71: `Header append Vary: Accept-Encoding` sends `Vary: Accept-Encoding`.
+    let mut name = v.remove(0);
+    if name.len() > 1 && name.ends_with(':') {
+        name.pop();
+    }
     let takes_value = !matches!(action.as_str(), "unset" | "echo");
     let value = if takes_value && !v.is_empty() { Some(v.remove(0)) } else { None };
     if takes_value && value.is_none() {
