@@ -778,8 +778,16 @@ impl<'m> Engine<'m> {
                 },
             );
         }
-        if let Some(Handler::Other { name }) = handler {
-            self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
+        if let Some(h @ Handler::Other { name }) = handler {
+            let loaded = |m: &str| self.model.modules.iter().any(|x| x.id == m);
+            if h.served_by_default(&loaded) {
+                self.note(
+                    None,
+                    format!("no loaded module claims the handler {name}: the default handler serves"),
+                );
+            } else {
+                self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
+            }
         }
         match kind {
             fs::Kind::File => {

@@ -122,6 +122,8 @@ pub struct Site<'a> {
     pub re_index: HashMap<(String, bool), usize>,
     pub exprs: Vec<String>,
     pub findings: Vec<Finding>,
+    /// Ids of the modules Apache loads (`cgi_module`): whether a handler is served as a file.
+    pub modules: std::collections::BTreeSet<String>,
 }
 
 impl Site<'_> {
@@ -145,6 +147,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         re_index: HashMap::new(),
         exprs: Vec::new(),
         findings: Vec::new(),
+        modules: model.modules.iter().map(|m| m.id.clone()).collect(),
     };
     let data = site.module(model, opts.trace);
     let mime = mime_module(model, cfg);

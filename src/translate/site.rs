@@ -248,7 +248,7 @@ impl Site<'_> {
         let mut handlers = Value::table();
         for h in &m.handlers {
             let mut x = Value::table();
-            x.set("handler", handler(&h.handler));
+            x.set("handler", handler(&h.handler, &|m| self.modules.contains(m)));
             let exts: Vec<String> =
                 h.extensions.iter().map(|e| e.trim_start_matches('.').to_ascii_lowercase()).collect();
             x.set("exts", Value::Raw(Value::from(exts).render(0)));
@@ -825,8 +825,13 @@ fn spec(s: &crate::model::expires::ExpiresSpec) -> Value {
     t
 }
 
-fn handler(h: &Handler) -> Value {
+fn handler(h: &Handler, loaded: &dyn Fn(&str) -> bool) -> Value {
     let mut t = Value::table();
+    if h.served_by_default(loaded) {
+        // No loaded module claims it: Apache's default handler serves the file.
+        t.set("default", true);
+        return t;
+    }
     match h {
         Handler::FastCgi { .. } | Handler::ModPhp { .. } | Handler::Fcgid => {
             t.set("backend", true);
