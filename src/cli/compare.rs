@@ -62,7 +62,6 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
             ));
         }
     }
-    let loads_hosts: Vec<String> = loads.iter().map(|(_, l)| l.host.clone()).collect();
     eprintln!("starting Apache and the converted lighttpd in a sandbox ...");
     let pair = verify::launch(&for_run, &cfg, &model, &verify::Options::quiet(), false)?;
     let port = loads.first().map(|(p, _)| *p).unwrap_or(80);
@@ -76,9 +75,12 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
         servers[1].port,
         pair.sandbox.path().display()
     );
-    let first_host = plan_host(&loads_hosts, &default_host);
     let reference = match &a.reference {
-        Some(conf) => Some(start_reference(conf, &pair, &model, &first_host)?),
+        // The document root of the host the first load names.
+        Some(conf) => {
+            let host = loads.first().map_or(default_host.as_str(), |(_, l)| l.host.as_str());
+            Some(start_reference(conf, &pair, &model, host)?)
+        }
         None => None,
     };
     if let Some(r) = &reference {
@@ -105,11 +107,6 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
     );
     let failed = c.loads.iter().flat_map(|l| &l.servers).any(|s| s.failed > 0);
     Ok(if failed { 1 } else { 0 })
-}
-
-/// The host the loads name (the first), else the configuration's default.
-fn plan_host(hosts: &[String], default_host: &str) -> String {
-    hosts.first().cloned().unwrap_or_else(|| default_host.to_string())
 }
 
 /// Starts the hand-written reference configuration `conf` beside the pair: a wrapper in

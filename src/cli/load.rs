@@ -7,7 +7,7 @@
 //! directories they govern, and the conversion carries that answer.
 
 use crate::config::{self, Config, LoadOptions};
-use crate::diagnostic::{Diagnostic, Diagnostics, refused_at_startup, render};
+use crate::diagnostic::{Diagnostics, refused_at_startup, render};
 use crate::model::{self, Model};
 use std::path::Path;
 
@@ -37,9 +37,8 @@ pub fn checked(path: &Path, opts: &LoadOptions, color: bool) -> anyhow::Result<(
     let (model, model_diags) = model::build(&mut cfg);
     // The model's findings join the loader's, so the caller sees them all in one place.
     cfg.diagnostics.extend(model_diags);
-    let diags: Vec<Diagnostic> = cfg.diagnostics.iter().cloned().collect();
     let mut fatal = Diagnostics::new();
-    fatal.extend(refused_at_startup(&cfg.sources, &diags).into_iter().cloned());
+    fatal.extend(refused_at_startup(&cfg.sources, cfg.diagnostics.iter()).into_iter().cloned());
     fatal.sort();
     let fatal = fatal.into_vec();
     if !fatal.is_empty() {

@@ -91,10 +91,10 @@ pub struct Diagnostics {
 /// (an error in one of those only makes Apache answer 500 where it applies).
 pub fn refused_at_startup<'a>(
     map: &crate::source::SourceMap,
-    diags: &'a [Diagnostic],
+    diags: impl IntoIterator<Item = &'a Diagnostic>,
 ) -> Vec<&'a Diagnostic> {
     diags
-        .iter()
+        .into_iter()
         .filter(|d| d.severity == Severity::Error)
         .filter(|d| !d.span.is_some_and(|s| map.file(s.file).kind == crate::source::FileKind::Htaccess))
         .collect()

@@ -49,18 +49,29 @@ pub const NAME_MAX: usize = 255;
 /// `ap_directory_walk` answers with 403 (only ENOENT and ENOTDIR end the walk as
 /// PATH_INFO), before any .htaccess or access rule is read.
 pub fn name_too_long(fs: &Sysroot, path: &str) -> bool {
+    // Only a path that has such a name costs a stat per folder before it.
+    let Some(end) = path
+        .split('/')
+        .scan(0, |at, seg| {
+            let start = *at;
+            *at += seg.len() + 1;
+            Some((start, seg.len()))
+        })
+        .find(|(_, len)| *len > NAME_MAX)
+        .map(|(start, _)| start)
+    else {
+        return false;
+    };
+    let folders = path[..end].trim_end_matches('/');
     let mut cur = String::new();
-    for seg in path.split('/').skip(1) {
-        if seg.len() > NAME_MAX {
-            return true;
-        }
+    for seg in folders.split('/').skip(1) {
         cur.push('/');
         cur.push_str(seg);
         if stat(fs, &cur).kind != Kind::Dir {
             return false;
         }
     }
-    false
+    true
 }
 
 /// Apache's directory walk: the longest prefix of `path` that is a directory, then the

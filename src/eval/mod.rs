@@ -119,6 +119,18 @@ impl<'m> Engine<'m> {
         }
     }
 
+    /// The directory walk meets a name the filesystem refuses (ENAMETOOLONG): Apache 403.
+    fn name_too_long(&mut self, filename: &str) -> bool {
+        let long = fs::name_too_long(self.fs, filename);
+        if long {
+            self.note(
+                None,
+                format!("a name in {filename} is too long for the filesystem (ENAMETOOLONG): 403"),
+            );
+        }
+        long
+    }
+
     fn note(&mut self, at: Option<crate::source::Span>, text: impl Into<String>) {
         self.trace.push(Step { at, depth: 0, text: text.into() });
     }
@@ -519,11 +531,7 @@ impl<'m> Engine<'m> {
         }
 
         // --- map to storage: directory walk and per-directory configuration
-        if fs::name_too_long(self.fs, &filename) {
-            self.note(
-                None,
-                format!("a name in {filename} is too long for the filesystem (ENAMETOOLONG): 403"),
-            );
+        if self.name_too_long(&filename) {
             return done(403, Served::Error);
         }
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
@@ -721,11 +729,7 @@ impl<'m> Engine<'m> {
         self.uri = url.to_string();
         self.args = args;
         let filename = format!("{}{}", self.docroot(), url);
-        if fs::name_too_long(self.fs, &filename) {
-            self.note(
-                None,
-                format!("a name in {filename} is too long for the filesystem (ENAMETOOLONG): 403"),
-            );
+        if self.name_too_long(&filename) {
             return done(403, Served::Error);
         }
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);

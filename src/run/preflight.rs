@@ -291,8 +291,6 @@ fn need_problem(n: &Need, me: &Identity, server: &Identity) -> Option<Problem> {
     let path = Path::new(&n.path);
     let what = n.kind.label();
     match n.kind {
-        // Modules are checked by loading them (`lighttpd -tt`).
-        NeedKind::Module => None,
         // Read at startup, before lighttpd drops privileges.
         NeedKind::Certificate | NeedKind::Key => me.may(path, "r").err().map(|e| {
             let fix = if n.path.contains("ssl-cert-snakeoil") && e.ends_with("does not exist") {

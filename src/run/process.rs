@@ -27,22 +27,25 @@ pub fn forget_folder(dir: &std::path::Path) {
         f.retain(|p| p != dir);
     }
 }
-/// Process groups lighten did not start but must stop with its own (php-cgi backends
-/// lighttpd spawned, which leave its group with setsid()).
-static FOREIGN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-/// Stops group `pgid` too when lighten is interrupted.
+/// Stops group `pgid` too when lighten is interrupted: one lighten did not start itself
+/// (php-cgi backends lighttpd spawned, which leave its group with setsid()).
 pub fn watch_group(pgid: i32) {
-    if let Ok(mut g) = FOREIGN.lock() {
+    if let Ok(mut g) = GROUPS.lock() {
         g.push(pgid);
     }
 }
 
 /// Group `pgid` is gone.
 pub fn unwatch_group(pgid: i32) {
-    if let Ok(mut g) = FOREIGN.lock() {
+    if let Ok(mut g) = GROUPS.lock() {
         g.retain(|p| *p != pgid);
     }
+}
+
+/// `Err(Interrupted)` once lighten is being interrupted: what a loop returns instead of
+/// going on with servers that are being stopped.
+pub fn not_interrupted() -> io::Result<()> {
+    if interrupted() { Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted")) } else { Ok(()) }
 }
 
 static CTRLC: Once = Once::new();
@@ -97,8 +100,7 @@ pub fn stop_all_on_interrupt() {
 }
 
 fn stop_everything() {
-    let mut groups: Vec<i32> = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
-    groups.extend(FOREIGN.lock().map(|g| g.clone()).unwrap_or_default());
+    let groups: Vec<i32> = GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
     for g in &groups {
         signal_group(*g, libc::SIGTERM);
     }
@@ -172,9 +174,7 @@ impl Child {
         // Spawned and registered under the lock: the interrupt handler raises its flag
         // before it reads the groups, so a process is either seen by it or never started.
         let mut groups = GROUPS.lock().map_err(|_| io::Error::other("process table poisoned"))?;
-        if interrupted() {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
-        }
+        not_interrupted()?;
         let inner = cmd.spawn()?;
         let pgid = inner.id() as i32;
         groups.push(pgid);

@@ -3,8 +3,8 @@
 
 use super::{Finding, Need, NeedKind, Options, Site};
 use crate::config::Config;
-use crate::model::Model;
 use crate::model::mime::Handler;
+use crate::model::{Model, Spanned};
 use crate::source::Span;
 use std::cell::RefCell;
 use std::fmt::Write;
@@ -189,10 +189,8 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     if tls {
         modules.push("mod_openssl");
     }
-    for m in &modules {
-        debug_assert!(module_package(m).is_some(), "{m} is not in conf::MODULES");
-        need(NeedKind::Module, m, None);
-    }
+    // Modules are checked by loading them (`lighttpd -tt`), not as needs.
+    debug_assert!(modules.iter().all(|m| module_package(m).is_some()), "a module is not in conf::MODULES");
     let _ =
         writeln!(out, "server.modules = ( {} )", modules.iter().map(|m| q(m)).collect::<Vec<_>>().join(", "));
     let Some(first) = listen_ports.iter().find_map(|p| socket_for(*p)) else {
@@ -209,10 +207,11 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let _ = writeln!(out, "server.pid-file = {}", q(&format!("{rt}/lighttpd.pid")));
     let _ = writeln!(out, "server.errorlog = {}", q(&format!("{rt}/error.log")));
     let _ = writeln!(out, "accesslog.filename = {}", q(&format!("{rt}/access.log")));
-    if let Some(u) = main.user.as_ref().filter(|u| u.value != "root") {
+    let (user, group) = run_as(model);
+    if let Some(u) = user {
         let _ = writeln!(out, "server.username = {}", q(&u.value));
     }
-    if let Some(g) = main.group.as_ref().filter(|g| g.value != "root") {
+    if let Some(g) = group {
         let _ = writeln!(out, "server.groupname = {}", q(&g.value));
     }
     let main_root = main
@@ -402,15 +401,23 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
 }
 
 /// Whether any scope asks for Basic authentication with a password file.
+/// Basic authentication against a password file: what lighttpd's mod_auth carries.
+fn basic_auth(a: &crate::model::access::AccessConfig) -> bool {
+    a.auth_user_file.is_some() && a.auth_type.as_ref().is_some_and(|t| t.value.eq_ignore_ascii_case("basic"))
+}
+
+/// The User and Group lighttpd drops to when started as root (Apache's, unless root:
+/// lighttpd refuses to "set uid to 0").
+pub fn run_as(model: &Model) -> (Option<&Spanned<String>>, Option<&Spanned<String>>) {
+    let host = model.server.settings.host();
+    (host.user.as_ref().filter(|u| u.value != "root"), host.group.as_ref().filter(|g| g.value != "root"))
+}
+
 fn uses_basic_auth(model: &Model) -> bool {
     let mut found = false;
     let mut check = |s: &crate::model::Scope| {
         visit_scopes(s, &mut |sc| {
-            let a = sc.settings.access();
-            if sc.enabled
-                && a.auth_user_file.is_some()
-                && a.auth_type.as_ref().is_some_and(|t| t.value.eq_ignore_ascii_case("basic"))
-            {
+            if sc.enabled && basic_auth(sc.settings.access()) {
                 found = true;
             }
         })
@@ -608,9 +615,7 @@ pub fn auth_block(
     let root = docroot.trim_end_matches('/');
     for (dir, scope) in dirs {
         let a = scope.settings.access();
-        if !a.auth_type.as_ref().is_some_and(|t| t.value.eq_ignore_ascii_case("basic"))
-            || a.auth_user_file.is_none()
-        {
+        if !basic_auth(a) {
             continue;
         }
         let dir = dir.trim_end_matches('/');

@@ -66,14 +66,12 @@ pub struct Conversion {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Need {
     pub kind: NeedKind,
-    /// A path; for [`NeedKind::Module`] the module's name.
     pub path: String,
     pub at: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NeedKind {
-    Module,
     Certificate,
     Key,
     PasswordFile,
@@ -85,7 +83,6 @@ pub enum NeedKind {
 impl NeedKind {
     pub fn label(self) -> &'static str {
         match self {
-            NeedKind::Module => "lighttpd module",
             NeedKind::Certificate => "certificate",
             NeedKind::Key => "private key",
             NeedKind::PasswordFile => "password file",
@@ -152,11 +149,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     let data = site.module(model, opts.trace);
     let mime = mime_module(model, cfg);
     let written = conf::write(model, cfg, opts, &mut site);
-    debug_assert!(
-        conf::repeated_conditional(&written.text).is_none(),
-        "lighttpd.conf repeats a conditional: {:?}",
-        conf::repeated_conditional(&written.text)
-    );
+    debug_assert_eq!(conf::repeated_conditional(&written.text), None, "lighttpd.conf repeats a conditional");
     let lighttpd_conf = written.text;
     let mut findings = site.findings;
     findings.extend(written.findings);
@@ -180,9 +173,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     }
     files.push((PathBuf::from("report.md"), report.to_markdown()));
     files.push((PathBuf::from("report.json"), report.to_json()));
-    let host = model.server.settings.host();
-    let user = host.user.as_ref().filter(|u| u.value != "root");
-    let group = host.group.as_ref().filter(|g| g.value != "root");
+    let (user, group) = conf::run_as(model);
     Conversion {
         files,
         report,

@@ -188,10 +188,8 @@ pub fn run(
     let mut comparisons = Vec::new();
     let total = requests.len();
     for (i, req) in requests.iter().enumerate() {
-        if crate::run::process::interrupted() {
-            // The servers are being stopped: nothing sent now would mean anything.
-            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"));
-        }
+        // The servers are being stopped: nothing sent now would mean anything.
+        crate::run::process::not_interrupted()?;
         if let Some(p) = opts.progress.as_mut() {
             p(i, total);
         }
@@ -214,9 +212,7 @@ pub fn run(
         let ev = eval::evaluate(model, &cfg.sysroot, &r, port);
         let ra = send(aport, tls, req, &headers);
         let rl = send(lport, tls, req, &headers);
-        if crate::run::process::interrupted() {
-            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"));
-        }
+        crate::run::process::not_interrupted()?;
         let (ra, rl) = match (ra, rl) {
             (Ok(x), Ok(y)) => (x, y),
             (x, y) => {

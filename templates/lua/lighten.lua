@@ -215,17 +215,18 @@ M.walk = walk
 -- Whether Apache's directory walk meets a name longer than the filesystem takes (255
 -- bytes) while every name before it is a directory: ENAMETOOLONG, which Apache answers
 -- with 403 before any .htaccess or access rule is read (lighty.c.stat only says nil).
-local NAME_MAX = 255
+-- Only a path that has such a name costs a stat per folder before it.
+local LONG_NAME = "[^/]" .. string.rep("[^/]", 255)
 local function name_too_long(path)
-  local start, n = 2, #path
-  while start <= n + 1 do
-    local slash = find(path, "/", start, true) or (n + 1)
-    if slash - start > NAME_MAX then return true end
-    if slash > n then return false end
+  local long = find(path, LONG_NAME)
+  if not long then return false end
+  local start = 2
+  while true do
+    local slash = find(path, "/", start, true)
+    if not slash or slash >= long then return true end
     if stat(sub(path, 1, slash - 1)) ~= "dir" then return false end
     start = slash + 1
   end
-  return false
 end
 
 ---------------------------------------------------------------------------------------
