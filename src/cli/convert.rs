@@ -170,12 +170,17 @@ pub fn give_runtime_dir(conv: &translate::Conversion, runtime_dir: &Path) -> any
     if let Ok(id) = preflight::server_identity(conv.user.as_deref(), conv.group.as_deref())
         && id.uid != preflight::Identity::current().uid
     {
-        // The folder, and the logs an earlier run as root may have left there.
+        // The folder, and the logs an earlier run as root may have left there. Never
+        // through a symbolic link: root must not hand a link's target (another user's
+        // `run/error.log -> /etc/shadow`) to the server's user.
         let logs = ["error.log", "access.log"].map(|l| runtime_dir.join(l));
-        let paths =
-            std::iter::once(runtime_dir.to_path_buf()).chain(logs.into_iter().filter(|p| p.is_file()));
+        let plain = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| !m.file_type().is_symlink());
+        if !plain(runtime_dir) {
+            anyhow::bail!("{} is a symbolic link: not giving it to {}", runtime_dir.display(), id.name);
+        }
+        let paths = std::iter::once(runtime_dir.to_path_buf()).chain(logs.into_iter().filter(|p| plain(p)));
         for p in paths {
-            std::os::unix::fs::chown(&p, Some(id.uid), Some(id.gid))
+            std::os::unix::fs::lchown(&p, Some(id.uid), Some(id.gid))
                 .with_context(|| format!("giving {} to {}", p.display(), id.name))?;
         }
     }

@@ -482,3 +482,34 @@ fn a_listing_never_shows_what_apache_hides() {
     assert!(status == 200 && body.contains("a.txt") && body.contains("b.txt"), "{status}: {body}");
     assert_eq!(get(port, "example.test", "/files/backup.sql").0, 403);
 }
+
+/// Giving the runtime folder to the server's user never follows a symbolic link: a link
+/// another user left as `run/error.log` keeps its target root's.
+#[test]
+fn the_runtime_folder_is_given_away_without_following_links() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let target = dir.path().join("precious");
+    std::fs::write(&target, "root's").unwrap();
+    std::fs::create_dir_all(out.join("run")).unwrap();
+    std::os::unix::fs::symlink(&target, out.join("run/error.log")).unwrap();
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        "fixtures/wordpress",
+        "--server-name",
+        "example.test",
+        "fixtures/wordpress/var/www/html",
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        "127.0.0.1:8080",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(std::fs::metadata(&target).unwrap().uid(), 0, "the link's target was given away");
+    assert_eq!(std::fs::metadata(out.join("run")).unwrap().uid(), 33, "run/ belongs to www-data");
+}
