@@ -12,7 +12,9 @@ local cases = {
   { "(.*a){12}", string.rep("a", 8192), "repeated group" },
   { "^.*(comment_author_|wordpress_logged_in|wp-postpass_).*$", string.rep("x", 8192), "WP Super Cache cookie test (fast path)" },
 }
-print(string.format("%-40s %12s  %s", "case", "ms/search", "outcome"))
+print(string.format("%-40s %5s %12s  %s", "case", "jit", "ms/search", "outcome"))
+for _, jit in ipairs({ true, false }) do
+re.JIT = jit
 for _, c in ipairs(cases) do
   local P = { src = c[1], opts = "DOTALL DOLLAR_ENDONLY CASELESS" }
   if c[1]:find("comment_author_", 1, true) then
@@ -23,5 +25,6 @@ for _, c in ipairs(cases) do
   local r, err
   for _ = 1, rounds do r, err = re.exec(P, c[2]) end
   local outcome = r == false and err or (r and "match" or "no match")
-  print(string.format("%-40s %12.3f  %s", c[3], (os.clock() - t) * 1000 / rounds, outcome))
+  print(string.format("%-40s %5s %12.3f  %s", c[3], jit and "yes" or "no", (os.clock() - t) * 1000 / rounds, outcome))
+end
 end
