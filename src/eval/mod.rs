@@ -22,7 +22,7 @@
 
 mod access;
 mod cond;
-mod dirconf;
+pub mod dirconf;
 pub mod expand;
 pub mod fs;
 mod outcome;

@@ -511,7 +511,8 @@ fn apply_cond(
     result
 }
 
-fn cond_op(k: CondKind) -> &'static str {
+/// The operator as a RewriteCond writes it (`-f`, `=`, `-lt`, ...); empty for a regex.
+pub fn cond_op(k: CondKind) -> &'static str {
     match k {
         CondKind::Regex => "",
         CondKind::FileExists => "-f",

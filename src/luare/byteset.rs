@@ -72,6 +72,10 @@ impl ByteSet {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
     /// The only member, when there is exactly one.
     pub fn only(&self) -> Option<u8> {
         if self.len() == 1 { self.iter().next() } else { None }

@@ -46,6 +46,7 @@
 
 mod ast;
 mod byteset;
+pub use byteset::ByteSet;
 pub mod fast;
 mod parser;
 pub mod sample;

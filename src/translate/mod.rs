@@ -11,6 +11,7 @@
 //! caller writes them.  Every directive of the source ends up in the report with its
 //! fate; what cannot be carried exactly is reported and fails closed (403).
 
+pub mod compile;
 pub mod conf;
 pub mod expr;
 pub mod lua;
@@ -121,6 +122,10 @@ pub struct Site<'a> {
     pub findings: Vec<Finding>,
     /// Ids of the modules Apache loads (`cgi_module`): whether a handler is served as a file.
     pub modules: std::collections::BTreeSet<String>,
+    /// Per host (as `conf::hosts` numbers them): whether it has a response-start hook.
+    pub response_hooks: Vec<bool>,
+    /// Per host: its compiled module's name, or why lighten.lua interprets it.
+    pub tiers: Vec<Result<String, String>>,
 }
 
 impl Site<'_> {
@@ -145,10 +150,59 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         exprs: Vec::new(),
         findings: Vec::new(),
         modules: model.modules.iter().map(|m| m.id.clone()).collect(),
+        response_hooks: Vec::new(),
+        tiers: Vec::new(),
     };
     let data = site.module(model, opts.trace);
-    let mime = mime_module(model, cfg);
-    let written = conf::write(model, cfg, opts, &mut site);
+    let mime = mime_module(model, cfg, opts.map_path.as_ref());
+    // The compiled tier, host by host, when the whole conversion is exact (what is not
+    // exact fails closed through the interpreter's data).
+    let hosts = conf::hosts(model);
+    let deflate = !conf::deflate_types(model, &mut Vec::new()).is_empty();
+    let exact = !site.findings.iter().any(|f| f.fate.inexact());
+    let names = compile::module_names(model);
+    let mut compiled: Vec<Result<compile::Compiled, String>> = hosts
+        .iter()
+        .map(|h| {
+            if opts.trace {
+                Err("--trace asks for the interpreter's trace".into())
+            } else if !exact {
+                Err("the conversion is not exact (see report.md)".into())
+            } else {
+                compile::host(model, &site, *h, deflate)
+            }
+        })
+        .collect();
+    // Hosts whose compiled modules are the same text share one file.
+    let mut modules: Vec<Option<String>> = vec![None; hosts.len()];
+    for i in 0..compiled.len() {
+        if let Ok(c) = &compiled[i] {
+            let same = (0..i).find(|&j| compiled[j].as_ref().is_ok_and(|d| d.body == c.body));
+            modules[i] = Some(match same {
+                Some(j) => modules[j].clone().unwrap_or_default(),
+                None => names[i].clone(),
+            });
+        }
+    }
+    site.tiers = modules
+        .iter()
+        .zip(&compiled)
+        .map(|(m, c)| match (m, c) {
+            (Some(m), _) => Ok(m.clone()),
+            (None, Err(why)) => Err(why.clone()),
+            (None, Ok(_)) => Err(String::new()),
+        })
+        .collect();
+    site.response_hooks = compiled.iter().map(|c| c.as_ref().map_or(true, |c| c.response)).collect();
+    let mut written = conf::write(model, cfg, opts, &mut site);
+    if compiled.iter().any(Result::is_ok) && written.findings.iter().any(|f| f.fate.inexact()) {
+        compiled.iter_mut().for_each(|c| *c = Err("the conversion is not exact (see report.md)".into()));
+        modules = vec![None; hosts.len()];
+        site.tiers = compiled.iter().map(|c| Err(c.as_ref().err().cloned().unwrap_or_default())).collect();
+        site.response_hooks = vec![true; hosts.len()];
+        site.findings.retain(|f| !written.findings.iter().any(|w| w.at == f.at));
+        written = conf::write(model, cfg, opts, &mut site);
+    }
     debug_assert_eq!(conf::repeated_conditional(&written.text), None, "lighttpd.conf repeats a conditional");
     let lighttpd_conf = written.text;
     let mut findings = site.findings;
@@ -156,20 +210,64 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     let report = report::build(model, &cfg.sources, &findings);
 
     let lua_dir = PathBuf::from("lua");
-    let mut files = vec![
-        (PathBuf::from("lighttpd.conf"), lighttpd_conf),
-        (lua_dir.join("lighten.lua"), include_str!("../../templates/lua/lighten.lua").to_string()),
-        (lua_dir.join("lighten_re.lua"), include_str!("../../templates/lua/lighten_re.lua").to_string()),
-        (
+    let interpreted = compiled.iter().any(Result::is_err);
+    let mut files = vec![(PathBuf::from("lighttpd.conf"), lighttpd_conf)];
+    if interpreted {
+        files
+            .push((lua_dir.join("lighten.lua"), include_str!("../../templates/lua/lighten.lua").to_string()));
+        files.push((
             lua_dir.join("lighten_rewrite.lua"),
             include_str!("../../templates/lua/lighten_rewrite.lua").to_string(),
-        ),
-        (lua_dir.join("lighten_site.lua"), data),
-        (lua_dir.join("lighten_mime.lua"), mime),
-    ];
-    for (i, _) in conf::hosts(model).iter().enumerate() {
-        files.push((lua_dir.join(format!("vhost{}.lua", i + 1)), conf::entry_script(opts, i + 1)));
-        files.push((lua_dir.join(format!("response{}.lua", i + 1)), conf::response_script(opts, i + 1)));
+        ));
+        files.push((lua_dir.join("lighten_site.lua"), data));
+    }
+    if compiled.iter().any(Result::is_ok) {
+        files.push((
+            lua_dir.join("lighten_core.lua"),
+            include_str!("../../templates/lua/lighten_core.lua").to_string(),
+        ));
+    }
+    files.push((
+        lua_dir.join("lighten_re.lua"),
+        include_str!("../../templates/lua/lighten_re.lua").to_string(),
+    ));
+    files.push((lua_dir.join("lighten_mime.lua"), mime));
+    // Each compiled module once, with the hosts that use it named at its top.
+    for (i, c) in compiled.iter().enumerate() {
+        let (Ok(c), Some(module)) = (c, &modules[i]) else { continue };
+        if module != &names[i] {
+            continue;
+        }
+        let users: Vec<&str> = (0..hosts.len())
+            .filter(|&j| modules[j].as_ref() == Some(module))
+            .map(|j| compiled[j].as_ref().map(|c| c.what.as_str()).unwrap_or(""))
+            .collect();
+        let head =
+            format!("-- Generated by lighten: {}, compiled for lighttpd's mod_magnet.\n", users.join("; "));
+        files.push((lua_dir.join(format!("{module}.lua")), head + &c.body));
+    }
+    for (i, c) in compiled.into_iter().enumerate() {
+        match (c, &modules[i]) {
+            (Ok(c), Some(module)) => {
+                files.push((
+                    lua_dir.join(format!("vhost{}.lua", i + 1)),
+                    conf::compiled_entry_script(opts, i + 1, module),
+                ));
+                if c.response {
+                    files.push((
+                        lua_dir.join(format!("response{}.lua", i + 1)),
+                        conf::compiled_response_script(opts, i + 1, module),
+                    ));
+                }
+            }
+            _ => {
+                files.push((lua_dir.join(format!("vhost{}.lua", i + 1)), conf::entry_script(opts, i + 1)));
+                files.push((
+                    lua_dir.join(format!("response{}.lua", i + 1)),
+                    conf::response_script(opts, i + 1),
+                ));
+            }
+        }
     }
     files.push((PathBuf::from("report.md"), report.to_markdown()));
     files.push((PathBuf::from("report.json"), report.to_json()));
@@ -184,8 +282,10 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     }
 }
 
-/// Apache's TypesConfig as a Lua table from extension to type.
-fn mime_module(model: &Model, cfg: &Config) -> String {
+/// Apache's TypesConfig for the Lua side: a module that reads the same file when lighttpd
+/// loads it, as Apache reads it at startup (extension to type, lower case, a later line
+/// winning), rather than a copy of its 1,500 lines in the output.
+fn mime_module(model: &Model, cfg: &Config, map_path: &dyn Fn(&str) -> String) -> String {
     let path = model
         .server
         .directives
@@ -199,32 +299,23 @@ fn mime_module(model: &Model, cfg: &Config) -> String {
     } else {
         format!("{}/{path}", cfg.server_root.trim_end_matches('/'))
     };
-    // The configuration's copy, else this machine's (as the sandboxed Apache would read).
-    let text = cfg
-        .sysroot
-        .read(&path)
-        .or_else(|_| std::fs::read(&path))
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let mut map = std::collections::BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let mut parts = line.split_whitespace();
-        let Some(t) = parts.next() else { continue };
-        for ext in parts {
-            // Apache's mod_mime: a later line wins for the same extension.
-            map.insert(ext.to_ascii_lowercase(), t.to_string());
-        }
-    }
-    let mut out = format!("-- Generated by lighten from {path} (Apache's TypesConfig).\nreturn {{\n");
-    for (e, t) in map {
-        out.push_str(&format!("  [{}] = {},\n", lua::string(&e), lua::string(&t)));
-    }
-    out.push_str("}\n");
-    out
+    // The configuration's copy where it has one (as lighttpd will see it), else the file
+    // of this machine (the one the sandboxed Apache reads too).
+    let read = if cfg.sysroot.read(&path).is_ok() { map_path(&path) } else { path.clone() };
+    format!(
+        "-- Generated by lighten: Apache's TypesConfig ({path}), read from {file} when lighttpd\n\
+         -- loads this, as Apache reads it at startup: extension -> MIME type, lower case, a later\n\
+         -- line winning.  A file that cannot be read stops the site (500), as Apache would not start.\n\
+         local types = {{}}\n\
+         for line in io.lines({file}) do\n\
+         \x20 local t, rest = line:match(\"^%s*([^#%s]%S*)%s+(.*)$\")\n\
+         \x20 if t then\n\
+         \x20   for ext in rest:gmatch(\"%S+\") do types[ext:lower()] = t end\n\
+         \x20 end\n\
+         end\n\
+         return types\n",
+        file = lua::string(&read),
+    )
 }
 
 /// The catalogue status a directive gets when nothing specific was found.

@@ -169,6 +169,9 @@ local function fast_exec(f, s)
   return nil
 end
 
+-- A byte set of a fast path as a table (byte -> true), for compiled tests.
+M.byteset = decode
+
 local tfind = rex.new("").tfind
 
 function M.exec(prog, s, init)
@@ -192,6 +195,25 @@ function M.exec(prog, s, init)
   local caps = { [0] = sub(s, st, en), s = st, e = en }
   for g = 1, #groups do caps[g] = groups[g] end
   return caps
+end
+
+-- Whether the pattern matches: true or false without making captures, or nil and the
+-- reason when PCRE2 gave up (treat it as exec's false).
+function M.test(prog, s)
+  local f = prog.fast
+  if f then return fast_exec(f, s) ~= nil end
+  local r, why = prog.rx, nil
+  if not r then
+    r, why = compiled(prog)
+    if not r then return nil, why end
+  end
+  local ok, st = pcall(r.find, r, s)
+  if not ok then
+    local caps, err = M.exec(prog, s)
+    if caps == false then return nil, err end
+    return caps ~= nil
+  end
+  return st ~= nil
 end
 
 function M.match(prog, s, init)

@@ -1,0 +1,270 @@
+//! Apache's per-directory merge, at conversion time, for what the compiled tier carries:
+//! each module merges its own settings the way lighten's evaluator and lighten.lua do
+//! (`apply` there), one scope after another in merge order.
+
+use crate::model::access::{AccessConfig, Authz, Combine, Order, Satisfy};
+use crate::model::env::EnvRule;
+use crate::model::expires::ExpiresSpec;
+use crate::model::headers::HeaderRule;
+use crate::model::mime::Handler;
+use crate::model::rewrite::RewriteRule;
+use crate::model::{Scope, ScopeKind};
+use std::collections::BTreeMap;
+
+pub use crate::eval::dirconf::opt;
+
+pub use crate::eval::dirconf::RewriteDir as Rewrite;
+
+#[derive(Clone, Debug)]
+pub struct Merged<'m> {
+    pub rewrite: Option<Rewrite<'m>>,
+    pub authz: Option<&'m [Authz]>,
+    pub legacy: Option<&'m AccessConfig>,
+    pub options: u8,
+    pub index: Option<&'m [String]>,
+    pub slash: bool,
+    pub set_handler: Option<&'m Handler>,
+    pub add_handlers: Vec<(String, &'m Handler)>,
+    pub force_type: Option<&'m str>,
+    /// Extension to type; `None` for RemoveType.
+    pub types: BTreeMap<String, Option<String>>,
+    pub encodings: BTreeMap<String, String>,
+    pub charsets: BTreeMap<String, String>,
+    pub default_charset: Option<&'m str>,
+    pub etag_none: bool,
+    pub headers: Vec<&'m HeaderRule>,
+    /// SetEnvIf and BrowserMatch of the sections and .htaccess files, in merge order.
+    pub env: Vec<&'m EnvRule>,
+    /// SetEnv (`Some`) and UnsetEnv (`None`), for what PHP receives.
+    pub setenv: Vec<(String, Option<String>)>,
+    pub expires_active: bool,
+    pub expires_default: Option<ExpiresSpec>,
+    pub expires_by_type: BTreeMap<String, ExpiresSpec>,
+}
+
+impl Default for Merged<'_> {
+    fn default() -> Self {
+        Merged {
+            rewrite: None,
+            authz: None,
+            legacy: None,
+            options: opt::SYM_LINKS,
+            index: None,
+            slash: true,
+            set_handler: None,
+            add_handlers: Vec::new(),
+            force_type: None,
+            types: BTreeMap::new(),
+            encodings: BTreeMap::new(),
+            charsets: BTreeMap::new(),
+            default_charset: None,
+            etag_none: false,
+            headers: Vec::new(),
+            env: Vec::new(),
+            setenv: Vec::new(),
+            expires_active: false,
+            expires_default: None,
+            expires_by_type: BTreeMap::new(),
+        }
+    }
+}
+
+fn ext(e: &str) -> String {
+    e.trim_start_matches('.').to_ascii_lowercase()
+}
+
+/// Merges one scope; `dir` is the directory its rules are relative to ("/var/www/").
+pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
+    let st = &s.settings;
+    let server_level = matches!(s.kind, ScopeKind::Server | ScopeKind::VirtualHost);
+    let rw = st.rewrite();
+    if !rw.is_empty() && !server_level {
+        let opts: Vec<String> = rw.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
+        let inherit = opts.iter().any(|o| o == "inherit");
+        let before = opts.iter().any(|o| o == "inheritbefore");
+        let prev = m.rewrite.take();
+        let mut rules: Vec<&RewriteRule> = Vec::new();
+        match &prev {
+            Some(p) if before => {
+                rules.extend(p.rules.iter().copied());
+                rules.extend(rw.rules.iter());
+            }
+            Some(p) if inherit => {
+                rules.extend(rw.rules.iter());
+                rules.extend(p.rules.iter().copied());
+            }
+            _ => rules.extend(rw.rules.iter()),
+        }
+        let engine = rw.engine.as_ref().map(|e| e.value).unwrap_or(prev.as_ref().is_some_and(|p| p.engine));
+        let base = rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base));
+        m.rewrite = Some(Rewrite { engine, base, directory: dir.to_string(), rules });
+    }
+    let a = st.access();
+    if !a.require.is_empty() {
+        m.authz = Some(&a.require);
+    }
+    if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
+        m.legacy = Some(a);
+    }
+    for line in &st.options {
+        if line.changes.iter().all(|(sign, _)| *sign == '=') {
+            m.options = 0;
+        }
+        for (sign, name) in &line.changes {
+            let bit = option_bit(name);
+            if *sign == '-' {
+                m.options &= !bit;
+            } else {
+                m.options |= bit;
+            }
+        }
+    }
+    if let Some(i) = &st.directory_index {
+        m.index = Some(&i.value);
+    }
+    if let Some(d) = &st.directory_slash {
+        m.slash = d.value;
+    }
+    let mime = st.mime();
+    for h in &mime.handlers {
+        if h.extensions.is_empty() {
+            m.set_handler = Some(&h.handler);
+        } else {
+            for e in &h.extensions {
+                m.add_handlers.push((ext(e), &h.handler));
+            }
+        }
+    }
+    for r in &mime.remove_handlers {
+        for e in &r.value {
+            let e = ext(e);
+            m.add_handlers.retain(|(x, _)| *x != e);
+        }
+    }
+    if let Some(f) = &mime.force_type {
+        m.force_type = Some(&f.value);
+    }
+    for x in &mime.types {
+        for e in &x.extensions {
+            m.types.insert(ext(e), Some(x.value.clone()));
+        }
+    }
+    for r in &mime.remove_types {
+        for e in &r.value {
+            m.types.insert(ext(e), None);
+        }
+    }
+    for x in &mime.encodings {
+        for e in &x.extensions {
+            m.encodings.insert(ext(e), x.value.clone());
+        }
+    }
+    for x in &mime.charsets {
+        for e in &x.extensions {
+            m.charsets.insert(ext(e), x.value.clone());
+        }
+    }
+    if let Some(c) = &mime.default_charset {
+        m.default_charset = Some(&c.value);
+    }
+    if let Some(fe) = &mime.file_etag
+        && fe.value.iter().any(|v| v.eq_ignore_ascii_case("none"))
+    {
+        m.etag_none = true;
+    }
+    m.headers.extend(st.headers.iter().filter(|h| !h.request));
+    if !server_level {
+        m.env.extend(st.env.iter().filter(|r| is_setenvif(r)));
+    }
+    for r in &st.env {
+        match r.directive.to_ascii_lowercase().as_str() {
+            "setenv" => {
+                for a in &r.assignments {
+                    let (n, v) = a.split_once('=').unwrap_or((a.as_str(), ""));
+                    m.setenv.push((n.to_string(), Some(v.to_string())));
+                }
+            }
+            "unsetenv" => m.setenv.extend(r.assignments.iter().map(|n| (n.clone(), None))),
+            _ => {}
+        }
+    }
+    let ex = st.expires();
+    if let Some(a) = &ex.active {
+        m.expires_active = a.value;
+    }
+    if let Some(d) = &ex.default {
+        m.expires_default = Some(d.value);
+    }
+    for b in &ex.by_type {
+        m.expires_by_type.insert(b.mime.clone(), b.spec);
+    }
+}
+
+/// SetEnvIf, SetEnvIfNoCase, BrowserMatch, BrowserMatchNoCase (not SetEnvIfExpr).
+pub fn is_setenvif(r: &EnvRule) -> bool {
+    let d = r.directive.to_ascii_lowercase();
+    (d.starts_with("setenvif") && d != "setenvifexpr") || d == "browsermatch" || d == "browsermatchnocase"
+}
+
+fn option_bit(name: &str) -> u8 {
+    match name.to_ascii_lowercase().as_str() {
+        "indexes" => opt::INDEXES,
+        "includes" => opt::INCLUDES,
+        "includesnoexec" => opt::INCNOEXEC,
+        "followsymlinks" => opt::SYM_LINKS,
+        "symlinksifownermatch" => opt::SYM_OWNER,
+        "execcgi" => opt::EXECCGI,
+        "multiviews" => opt::MULTI,
+        "all" => opt::ALL,
+        _ => 0,
+    }
+}
+
+/// `Require all granted|denied` and containers of them, decided without a request:
+/// `Some(true)` granted, `Some(false)` denied, `None` when it depends on the request.
+pub fn static_authz(z: &Authz) -> Option<bool> {
+    match z {
+        Authz::Require { negated, provider, args, .. } => {
+            if !provider.eq_ignore_ascii_case("all") {
+                return None;
+            }
+            let granted = args.first().is_some_and(|a| a.eq_ignore_ascii_case("granted"));
+            Some(granted != *negated)
+        }
+        Authz::Container { combine, children, .. } => {
+            let results: Vec<bool> = children.iter().map(static_authz).collect::<Option<_>>()?;
+            Some(match combine {
+                Combine::Any => results.iter().any(|r| *r),
+                Combine::All => results.iter().all(|r| *r),
+                Combine::None => !results.iter().any(|r| *r),
+            })
+        }
+    }
+}
+
+impl Merged<'_> {
+    /// The status access control answers with (as lighten.lua's `access` decides it),
+    /// for configurations whose rules need no request.
+    pub fn denied(&self) -> Option<u16> {
+        let legacy = self.legacy.map(|l| {
+            // `from all` only (checked before compiling).
+            let allow = !l.allow.is_empty();
+            let deny = !l.deny.is_empty();
+            let any = l.satisfy.as_ref().is_some_and(|s| s.value == Satisfy::Any);
+            let allows = match l.order.as_ref().map(|o| o.value) {
+                None | Some(Order::DenyAllow) => !deny || allow,
+                _ => allow && !deny,
+            };
+            (allows, any)
+        });
+        match legacy {
+            Some((true, true)) => return None,
+            Some((false, false)) => return Some(403),
+            _ => {}
+        }
+        match self.authz {
+            Some(list) if !list.iter().any(|z| static_authz(z) == Some(true)) => Some(403),
+            _ => None,
+        }
+    }
+}

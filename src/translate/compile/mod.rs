@@ -1,0 +1,877 @@
+//! The compiled tier: a virtual host as a Lua module of its own (`lua/<site>.lua`), run by
+//! `templates/lua/lighten_core.lua`, instead of lighten.lua interpreting the site as data.
+//!
+//! What Apache merges per directory is merged here, at conversion time: for every folder
+//! that has a `<Directory>` section or a `.htaccess` file (an *anchor*), and for every
+//! combination of the `<Files>` sections that can apply there, one constant table (a
+//! *record*) with what the request needs: denied or not, the compiled rule set, Options,
+//! DirectoryIndex, the handler, MIME settings, headers and expiry.  The request picks its
+//! record with a few string comparisons.  Each rule set becomes one Lua function of
+//! straight tests, each with the Apache line above it ([`rules`]).
+//!
+//! Only what this tier carries exactly is compiled; a host that uses anything else
+//! (server-context rules, aliases, ErrorDocument, `<If>`, `<Location>`, authentication,
+//! SetEnvIf, RewriteMap, rule flags such as [C], [N], [S], [P], [B]) stays with the
+//! interpreter, and [`host`] says why.  The same differential tests hold both against
+//! Apache.
+
+mod merge;
+mod rules;
+
+use super::Site;
+use super::lua;
+use crate::model::{Matcher, Model, Scope, ScopeKind};
+use merge::{Merged, apply};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// A compiled host.
+pub struct Compiled {
+    /// The host, for the module's first line ("the virtual host example.test (file:line)").
+    pub what: String,
+    /// The module's source after its first line.
+    pub body: String,
+    /// Whether the host needs the response-start hook (headers, expiry, mod_deflate's Vary).
+    pub response: bool,
+}
+
+/// The most `<Files>` sections that may apply in one folder: each one doubles the
+/// records written for it.
+const MAX_FILES: usize = 4;
+
+/// What applies in one folder: the scopes in merge order, each with the directory its
+/// rules are relative to.
+struct Anchor<'m> {
+    dir: String,
+    chain: Vec<(&'m Scope, String, String)>,
+    files: Vec<&'m Scope>,
+    broken: bool,
+}
+
+/// Compiles host `i` (a vhost, or the main server for `None`), or says why it cannot be.
+pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Result<Compiled, String> {
+    let (name, docroot, canonical) = match i {
+        Some(i) => {
+            let v = &model.vhosts[i];
+            (v.server_name.clone(), v.document_root.clone(), v.use_canonical_name.eq_ignore_ascii_case("on"))
+        }
+        None => {
+            let h = model.server.settings.host();
+            (
+                h.server_name.as_ref().map(|s| s.value.clone()),
+                h.document_root.as_ref().map(|d| d.value.clone()),
+                h.use_canonical_name.as_ref().is_some_and(|u| u.value.eq_ignore_ascii_case("on")),
+            )
+        }
+    };
+    // Apache's compiled-in default when none is configured (as lighten.lua has it).
+    let docroot = match docroot {
+        Some(d) => (site.map_path)(&d).trim_end_matches('/').to_string(),
+        None => "/var/www/html".to_string(),
+    };
+    if !crate::eval::server_rules(model, i).is_empty() {
+        return Err("server-context RewriteRules".into());
+    }
+    if !crate::eval::rewrite_maps(model, i).is_empty() {
+        return Err("RewriteMap".into());
+    }
+    let vscope = i.map(|i| &model.vhosts[i].scope);
+    for top in std::iter::once(&model.server).chain(vscope) {
+        check_scope(top, true)?;
+    }
+    let sections = crate::model::htaccess::directory_sections(&model.server, vscope);
+    let mut dirs: Vec<(&Scope, String)> = Vec::new();
+    for (sec, path) in &sections {
+        let mapped = (site.map_path)(path).trim_end_matches('/').to_string();
+        if mapped.contains(['*', '?', '[']) {
+            return Err(format!("the wildcard <Directory {path}>"));
+        }
+        check_scope(sec, false)?;
+        dirs.push((sec, mapped));
+    }
+    let mut htaccess: BTreeMap<String, (Option<&Scope>, bool)> = BTreeMap::new();
+    for h in model.htaccess.iter().filter(|h| h.host_ids.contains(&i)) {
+        let dir =
+            (site.map_path)(if h.dir.is_empty() { "/" } else { &h.dir }).trim_end_matches('/').to_string();
+        match h.status {
+            crate::model::HtaccessStatus::Applied => {
+                if let Some(s) = &h.scope {
+                    check_scope(s, false)?;
+                    htaccess.insert(dir, (Some(s), false));
+                }
+            }
+            crate::model::HtaccessStatus::Broken => {
+                htaccess.insert(dir, (None, true));
+            }
+            _ => {}
+        }
+    }
+
+    // The anchors: the document root, and every folder under it with configuration of
+    // its own, deepest first.
+    let under =
+        |d: &str| d.len() > docroot.len() && d.starts_with(&docroot) && d.as_bytes()[docroot.len()] == b'/';
+    let mut anchor_dirs: Vec<String> =
+        dirs.iter().map(|(_, p)| p.clone()).chain(htaccess.keys().cloned()).filter(|d| under(d)).collect();
+    anchor_dirs.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    anchor_dirs.dedup();
+    anchor_dirs.push(docroot.clone());
+    let mut anchors = Vec::new();
+    for dir in &anchor_dirs {
+        let mut a = Anchor { dir: dir.clone(), chain: Vec::new(), files: Vec::new(), broken: false };
+        for level in levels(dir) {
+            for (sec, p) in &dirs {
+                if *p == level {
+                    a.chain.push((sec, format!("{p}/"), describe(site, sec)));
+                }
+            }
+            if let Some((s, broken)) = htaccess.get(&level) {
+                a.broken |= *broken;
+                if let Some(s) = s {
+                    a.chain.push((s, format!("{level}/"), site.at(s.at)));
+                }
+            }
+        }
+        for top in std::iter::once(&model.server).chain(vscope) {
+            a.files.extend(top.children.iter().filter(|c| c.enabled && is_files(c)));
+        }
+        for (s, _, _) in &a.chain {
+            a.files.extend(s.children.iter().filter(|c| c.enabled && is_files(c)));
+        }
+        if a.files.len() > MAX_FILES {
+            return Err(format!("{} <Files> sections apply in {dir}", a.files.len()));
+        }
+        anchors.push(a);
+    }
+
+    let mut w = Writer::new(site);
+    let loaded = |m: &str| model.modules.iter().any(|x| x.id == m);
+    // Records, by anchor and <Files> mask.
+    let mut anchor_records: Vec<Vec<String>> = vec![Vec::new(); anchors.len()];
+    let mut root_record: Option<String> = None;
+    for (ai, a) in anchors.iter().enumerate().rev() {
+        let mut names = Vec::new();
+        for mask in 0..(1usize << a.files.len()) {
+            let mut m = Merged::default();
+            apply(&mut m, &model.server, "/");
+            if let Some(v) = vscope {
+                apply(&mut m, v, "/");
+            }
+            for (s, dir, _) in &a.chain {
+                apply(&mut m, s, dir);
+            }
+            let mut applied = Vec::new();
+            for (k, f) in a.files.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    apply(&mut m, f, &format!("{}/", a.dir));
+                    applied.push(describe(w.site, f));
+                }
+            }
+            let title = if applied.is_empty() {
+                let rel = match a.dir.strip_prefix(&docroot) {
+                    Some("") => "DOCROOT".to_string(),
+                    Some(r) => format!("DOCROOT{r}"),
+                    None => a.dir.clone(),
+                };
+                let from: Vec<String> = a.chain.iter().map(|(_, _, at)| at.clone()).collect();
+                let from =
+                    if from.is_empty() { "the server's defaults".to_string() } else { from.join(", ") };
+                format!("{rel} and the folders under it: {from}")
+            } else {
+                format!("  ... for names matching {}", applied.join(" and "))
+            };
+            let base_name = names.first().cloned().or(root_record.clone());
+            let base_value = base_name.as_ref().and_then(|b| w.record_values.get(b).cloned());
+            let base = base_name.as_deref().zip(base_value.as_ref());
+            let name = w.record(&m, a.broken, &title, &loaded, base)?;
+            names.push(name);
+        }
+        if root_record.is_none() {
+            root_record = names.first().cloned();
+        }
+        anchor_records[ai] = names;
+    }
+
+    // The configuration of a folder and a file name in it.
+    let mut f = String::new();
+    f.push_str("-- The configuration of folder `dir` for the name `base` in it: the records above,\n");
+    f.push_str("-- by the deepest folder with configuration of its own and the <Files> sections\n");
+    f.push_str("-- that match the name.\n");
+    f.push_str("local function dirconf(dir, base)\n");
+    let mut uses_mask = false;
+    for (a, names) in anchors.iter().zip(&anchor_records) {
+        let is_root = a.dir == docroot;
+        let indent = if is_root { "  " } else { "    " };
+        if !is_root {
+            let _ = writeln!(
+                f,
+                "  if dir == {0} or sub(dir, 1, {1}) == {2} then",
+                lua::string(&a.dir),
+                a.dir.len() + 1,
+                lua::string(&format!("{}/", a.dir))
+            );
+        }
+        if a.files.is_empty() || names.iter().all(|n| *n == names[0]) {
+            let _ = writeln!(f, "{indent}return {}", names[0]);
+        } else {
+            uses_mask = true;
+            let _ = writeln!(f, "{indent}local m = 1");
+            for (k, s) in a.files.iter().enumerate() {
+                let test = w.files_test(s)?;
+                let _ = writeln!(f, "{indent}-- {}", describe(w.site, s));
+                let _ = writeln!(f, "{indent}if {test} then m = m + {} end", 1 << k);
+            }
+            let list: Vec<&str> = names.iter().map(String::as_str).collect();
+            let c = format!("C{}", w.masks.len() + 1);
+            w.masks.push(format!("local {c} = {{ {} }}\n", list.join(", ")));
+            let _ = writeln!(f, "{indent}return {c}[m]");
+        }
+        if !is_root {
+            f.push_str("  end\n");
+        }
+    }
+    f.push_str("end\n");
+    let _ = uses_mask;
+
+    // SetEnvIf of the server and the virtual host: once, before the first round.
+    let mut early: Vec<&crate::model::env::EnvRule> = Vec::new();
+    for top in std::iter::once(&model.server).chain(vscope) {
+        early.extend(top.settings.env.iter().filter(|r| merge::is_setenvif(r)));
+    }
+    let early = if early.is_empty() { None } else { Some(w.setenvif(&early)?) };
+    let response = w.response || deflate;
+    let mut out = String::new();
+    let what = match i {
+        Some(i) => format!(
+            "the virtual host {} ({})",
+            name.as_deref().unwrap_or("without a name"),
+            w.site.at(model.vhosts[i].scope.at)
+        ),
+        None => "the main server".to_string(),
+    };
+    out.push_str("-- lighten_core.lua runs it (the order of Apache's phases); this file holds what this\n");
+    out.push_str("-- site's configuration decides, each part with the Apache line it comes from.\n");
+    out.push_str("-- Regenerate with `lighten convert`; edits here are lost then.\n\n");
+    out.push_str("local core = require(\"lighten_core\")\n");
+    if w.uses_re {
+        out.push_str("local re = require(\"lighten_re\")\n");
+        out.push_str("local exec = re.exec\n");
+    }
+    out.push_str(
+        "local header, header_nv, var, test_file = core.header, core.header_nv, core.var, core.test_file\n",
+    );
+    out.push_str("local byte, sub, find, lower = string.byte, string.sub, string.find, string.lower\n");
+    out.push_str("local _ = byte, sub, find, lower, header, header_nv, var, test_file\n\n");
+    let _ = writeln!(out, "local DOCROOT = {}\n", lua::string(&docroot));
+    if !w.regexes.is_empty() {
+        out.push_str("-- Regular expressions, matched by PCRE2 with Apache's options (lighten_re).\n");
+        for (n, (pattern, prog)) in w.regexes.iter().enumerate() {
+            let _ = writeln!(out, "local R{} = {prog} -- {}", n + 1, comment(pattern));
+        }
+        out.push('\n');
+    }
+    for s in &w.sets {
+        out.push_str(s);
+    }
+    for body in &w.functions {
+        out.push_str(body);
+        out.push('\n');
+    }
+    for r in &w.records {
+        out.push_str(r);
+        out.push('\n');
+    }
+    if !w.masks.is_empty() {
+        out.push_str("-- The records of a folder by the <Files> sections that match (1 + their bits).\n");
+        for m in &w.masks {
+            out.push_str(m);
+        }
+        out.push('\n');
+    }
+    out.push_str(&f);
+    out.push('\n');
+    let mut t = lua::Value::table();
+    t.set("name", name.unwrap_or_else(|| "localhost".into()));
+    t.set("canonical", canonical);
+    t.set("docroot", lua::Value::Raw("DOCROOT".into()));
+    t.set("dirconf", lua::Value::Raw("dirconf".into()));
+    t.set("early_env", early.map(lua::Value::Raw));
+    t.set("autoindex", loaded("autoindex_module"));
+    t.set("may_hide", w.may_hide);
+    // Whether responses get mod_expires, mod_headers or mod_deflate's Vary.
+    t.set("finish", response);
+    let mut exts = lua::Value::table();
+    for e in super::conf::php_extensions(model) {
+        exts.set(&e, true);
+    }
+    t.set("php_exts", exts);
+    let mut d = lua::Value::table();
+    for ty in super::conf::deflate_types(model, &mut Vec::new()) {
+        d.set(&ty, true);
+    }
+    t.set("deflate", if d.is_empty() { lua::Value::Raw("{}".into()) } else { d });
+    t.set("mime", lua::Value::Raw("require(\"lighten_mime\")".into()));
+    out.push_str("return ");
+    out.push_str(&t.render(0));
+    out.push('\n');
+    Ok(Compiled { what, body: out, response })
+}
+
+/// The Lua module name of each host (as `conf::hosts` numbers them), after its
+/// ServerName: `example_test`, `main_server`; a second host of the same name gets `_2`.
+pub fn module_names(model: &Model) -> Vec<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    super::conf::hosts(model)
+        .iter()
+        .map(|h| {
+            let base = match h {
+                Some(i) => model.vhosts[*i].server_name.clone().unwrap_or_else(|| "vhost".into()),
+                None => "main_server".into(),
+            };
+            let mut n: String = base
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+                .collect();
+            if n.starts_with(|c: char| c.is_ascii_digit()) || n.starts_with("lighten") {
+                n = format!("site_{n}");
+            }
+            let k = seen.entry(n.clone()).or_insert(0);
+            *k += 1;
+            if *k > 1 { format!("{n}_{k}") } else { n }
+        })
+        .collect()
+}
+
+fn is_files(s: &Scope) -> bool {
+    matches!(s.kind, ScopeKind::Files | ScopeKind::FilesMatch)
+}
+
+/// The ancestors of `dir` as the merge visits them: "", "/var", "/var/www", ...
+fn levels(dir: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for (k, _) in dir.match_indices('/').skip(1) {
+        out.push(dir[..k].to_string());
+    }
+    if !dir.is_empty() {
+        out.push(dir.to_string());
+    }
+    out
+}
+
+fn describe(site: &Site, s: &Scope) -> String {
+    let what = match (&s.kind, &s.matcher) {
+        (ScopeKind::Directory, Some(Matcher::Path(p))) => format!("<Directory {p}>"),
+        (ScopeKind::Files, Some(Matcher::Path(p))) => format!("<Files {p:?}>"),
+        (ScopeKind::FilesMatch, Some(Matcher::Regex(r))) | (ScopeKind::Files, Some(Matcher::Regex(r))) => {
+            format!("<FilesMatch {r:?}>")
+        }
+        _ => crate::model::describe_scope(s),
+    };
+    format!("{what} ({})", site.at(s.at))
+}
+
+/// One line of a Lua comment.
+fn comment(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// What this tier carries of a scope; anything else keeps the host interpreted.
+fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
+    let st = &s.settings;
+    let at = |what: &str| Err(format!("{what} ({})", crate::model::describe_scope(s)));
+    if !st.aliases.is_empty() {
+        return at("Alias");
+    }
+    if !st.redirects.is_empty() {
+        return at("Redirect");
+    }
+    if !st.error_documents.is_empty() {
+        return at("ErrorDocument");
+    }
+    for r in &st.env {
+        let d = r.directive.to_ascii_lowercase();
+        if !(merge::is_setenvif(r) || d == "setenv" || d == "unsetenv") {
+            return at(&r.directive);
+        }
+    }
+    if st.fallback_resource.is_some() {
+        return at("FallbackResource");
+    }
+    let a = st.access();
+    if a.auth_type.is_some()
+        || a.auth_name.is_some()
+        || a.auth_user_file.is_some()
+        || a.auth_group_file.is_some()
+    {
+        return at("authentication");
+    }
+    for z in &a.require {
+        merge::static_authz(z).ok_or_else(|| {
+            format!("a Require the compiler does not decide ({})", crate::model::describe_scope(s))
+        })?;
+    }
+    for r in a.allow.iter().chain(&a.deny) {
+        if !r.from.iter().all(|h| h.eq_ignore_ascii_case("all")) {
+            return at("Allow/Deny from hosts");
+        }
+    }
+    if s.directives.iter().any(|d| {
+        d.enabled
+            && (d.name.eq_ignore_ascii_case("SSLRequireSSL")
+                || d.name.eq_ignore_ascii_case("SSLVerifyClient"))
+    }) {
+        return at("mod_ssl access");
+    }
+    for h in &st.headers {
+        if h.request {
+            return at("RequestHeader");
+        }
+        if h.condition.is_some() {
+            return at("a conditional Header");
+        }
+        if !matches!(h.action.as_str(), "set" | "unset" | "append" | "merge" | "add" | "setifempty") {
+            return at(&format!("Header {}", h.action));
+        }
+    }
+    // Rules written in the server or vhost itself are server-context rules, checked
+    // by the caller (there are none in a compiled host).
+    if !top {
+        for r in &st.rewrite().rules {
+            rules::check(r)?;
+        }
+    }
+    for c in s.children.iter().filter(|c| c.enabled) {
+        match c.kind {
+            ScopeKind::Files | ScopeKind::FilesMatch => {
+                if !c.settings.rewrite().rules.is_empty() {
+                    return Err("RewriteRule in <Files>".into());
+                }
+                if c.children.iter().any(|x| x.enabled) {
+                    return Err("sections inside <Files>".into());
+                }
+                check_scope(c, false)?;
+            }
+            ScopeKind::Directory if top && matches!(c.matcher, Some(Matcher::Path(_))) => {}
+            ScopeKind::VirtualHost if top => {}
+            ScopeKind::Directory
+            | ScopeKind::DirectoryMatch
+            | ScopeKind::Location
+            | ScopeKind::LocationMatch
+            | ScopeKind::If
+            | ScopeKind::ElseIf
+            | ScopeKind::Else
+            | ScopeKind::Limit
+            | ScopeKind::LimitExcept => {
+                return Err(crate::model::describe_scope(c));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The text of the module being written.
+struct Writer<'s, 'a> {
+    site: &'s Site<'a>,
+    regexes: Vec<(String, String)>,
+    re_index: BTreeMap<(String, bool), usize>,
+    uses_re: bool,
+    sets: Vec<String>,
+    functions: Vec<String>,
+    /// Rule-set function names by the rules' spans.
+    rule_sets: BTreeMap<Vec<(u32, u32, u32)>, String>,
+    header_sets: BTreeMap<String, String>,
+    records: Vec<String>,
+    record_names: BTreeMap<String, String>,
+    record_values: BTreeMap<String, lua::Value>,
+    /// The `<Files>` mask tables of the folders (`C1 = { D1, D2 }`).
+    masks: Vec<String>,
+    response: bool,
+    may_hide: bool,
+}
+
+impl<'s, 'a> Writer<'s, 'a> {
+    fn new(site: &'s Site<'a>) -> Self {
+        Writer {
+            site,
+            regexes: Vec::new(),
+            re_index: BTreeMap::new(),
+            uses_re: false,
+            sets: Vec::new(),
+            functions: Vec::new(),
+            rule_sets: BTreeMap::new(),
+            header_sets: BTreeMap::new(),
+            records: Vec::new(),
+            record_names: BTreeMap::new(),
+            record_values: BTreeMap::new(),
+            masks: Vec::new(),
+            response: false,
+            may_hide: false,
+        }
+    }
+
+    /// `R<n>` for a pattern.
+    fn regex(&mut self, pattern: &str, caseless: bool) -> Result<String, String> {
+        self.uses_re = true;
+        let key = (pattern.to_string(), caseless);
+        if let Some(n) = self.re_index.get(&key) {
+            return Ok(format!("R{n}"));
+        }
+        let c = crate::luare::compile_with(pattern, &crate::luare::Options::apache(caseless))
+            .map_err(|u| format!("the regex {pattern:?}: {}", u.reason))?;
+        self.regexes.push((pattern.to_string(), c.program));
+        let n = self.regexes.len();
+        self.re_index.insert(key, n);
+        Ok(format!("R{n}"))
+    }
+
+    /// A boolean Lua expression: whether `pattern` matches `subject` (an expression), or
+    /// `None` when only running the regex can say (the caller uses `exec`).
+    fn test(&mut self, pattern: &str, caseless: bool, subject: &str) -> Option<String> {
+        use crate::luare::fast::Fast;
+        let f = crate::luare::fast::fast(pattern, &crate::luare::Options::apache(caseless))?;
+        let s = if caseless { format!("lower({subject})") } else { subject.to_string() };
+        let lit = |b: &[u8]| lua::bytes(&if caseless { b.to_ascii_lowercase() } else { b.to_vec() });
+        Some(match f {
+            Fast::Whole { .. } => "true".into(),
+            Fast::Equal(b) => format!("{s} == {}", lit(&b)),
+            Fast::Prefix(b) => format!("sub({s}, 1, {}) == {}", b.len(), lit(&b)),
+            Fast::Suffix(b) if !b.is_empty() => format!("sub({s}, -{}) == {}", b.len(), lit(&b)),
+            Fast::Contains(b) | Fast::ContainsWhole(b) => format!("find({s}, {}, 1, true) ~= nil", lit(&b)),
+            Fast::Empty => format!("{subject} == \"\""),
+            Fast::NonEmpty => format!("{subject} ~= \"\""),
+            Fast::LastIn(set) => {
+                self.uses_re = true;
+                let n = self.set(&set, pattern);
+                format!("SET{n}[byte({subject}, -1) or -1] == true")
+            }
+            Fast::FirstRun { set, min: 1 } => {
+                // Sets come folded from the parser: no lower() needed.
+                self.uses_re = true;
+                let n = self.set(&set, pattern);
+                format!("SET{n}[byte({subject}, 1) or -1] == true")
+            }
+            Fast::AnyWhole { alts, ci, .. } => {
+                let s = if ci { format!("lower({subject})") } else { subject.to_string() };
+                let parts: Vec<String> =
+                    alts.iter().map(|a| format!("find({s}, {}, 1, true)", lua::bytes(a))).collect();
+                format!("({}) ~= nil", parts.join(" or "))
+            }
+            _ => return None,
+        })
+    }
+
+    /// `SET<n>` for a byte set (a table byte -> true, made when the module loads).
+    fn set(&mut self, set: &crate::luare::ByteSet, pattern: &str) -> usize {
+        let hex = set.to_hex();
+        match self.sets.iter().position(|x| x.contains(&hex)) {
+            Some(k) => k + 1,
+            None => {
+                self.sets.push(format!(
+                    "local SET{} = re.byteset(\"{hex}\") -- {}\n",
+                    self.sets.len() + 1,
+                    comment(pattern)
+                ));
+                self.sets.len()
+            }
+        }
+    }
+
+    /// The Lua test of a `<Files>` section against `base`.
+    fn files_test(&mut self, s: &Scope) -> Result<String, String> {
+        let re = match &s.matcher {
+            Some(Matcher::Regex(r)) => r.clone(),
+            Some(Matcher::Path(p)) if p.contains(['*', '?', '[']) => super::site::glob_to_regex(p, false),
+            Some(Matcher::Path(p)) => return Ok(format!("base == {}", lua::string(p))),
+            _ => return Err("a <Files> section without a name".into()),
+        };
+        if let Some(t) = self.test(&re, false, "base") {
+            return Ok(t);
+        }
+        let r = self.regex(&re, false)?;
+        Ok(format!("core.matches({r}, base)"))
+    }
+
+    /// The name of the record for a merged configuration, written once per content.
+    fn record(
+        &mut self,
+        m: &Merged,
+        broken: bool,
+        title: &str,
+        loaded: &dyn Fn(&str) -> bool,
+        base: Option<(&str, &lua::Value)>,
+    ) -> Result<String, String> {
+        let mut t = lua::Value::table();
+        if broken {
+            t.set("broken", true);
+        }
+        if let Some(status) = m.denied() {
+            t.set("denied", status as i64);
+            self.may_hide = true;
+        }
+        if let Some(rw) = &m.rewrite
+            && rw.engine
+            && !rw.rules.is_empty()
+        {
+            let name = self.rule_set(&rw.rules)?;
+            t.set("rules", lua::Value::Raw(name));
+            t.set("perdir", rw.directory.as_str());
+            t.set("base", rw.base.map(str::to_string));
+            t.set("symlinks", m.options & (merge::opt::SYM_LINKS | merge::opt::SYM_OWNER) != 0);
+            if rules::noop_for_files(&rw.rules) {
+                t.set("files_pass", true);
+            }
+        }
+        t.set("indexes", m.options & merge::opt::INDEXES != 0);
+        t.set("slash", m.slash);
+        let names: Vec<String> = m.index.map(|i| i.to_vec()).unwrap_or_else(|| vec!["index.html".into()]);
+        if !names.iter().any(|n| n.eq_ignore_ascii_case("disabled")) {
+            t.set("index", names);
+        }
+        let handler = |h: &crate::model::mime::Handler| -> Result<&'static str, String> {
+            use crate::model::mime::Handler;
+            if h.served_by_default(loaded) {
+                return Ok("file");
+            }
+            match h {
+                Handler::FastCgi { .. } | Handler::ModPhp { .. } | Handler::Fcgid => Ok("php"),
+                Handler::Default { .. } => Ok("file"),
+                Handler::Other { name } => Err(format!("the handler {name}")),
+            }
+        };
+        if let Some(h) = m.set_handler {
+            t.set("set_handler", handler(h)?);
+        }
+        if !m.add_handlers.is_empty() {
+            let mut by_ext = BTreeMap::new();
+            for (e, h) in &m.add_handlers {
+                by_ext.insert(e.clone(), handler(h)?);
+            }
+            let mut hs = lua::Value::table();
+            for (e, h) in by_ext {
+                hs.set(&e, h);
+            }
+            t.set("handlers", hs);
+        }
+        t.set("force_type", m.force_type.map(str::to_string));
+        let map = |x: &BTreeMap<String, Option<String>>| {
+            let mut v = lua::Value::table();
+            for (k, val) in x {
+                v.set(
+                    k,
+                    match val {
+                        Some(s) => lua::Value::Str(s.clone()),
+                        None => lua::Value::Bool(false),
+                    },
+                );
+            }
+            v
+        };
+        t.set("types", map(&m.types));
+        t.set("encodings", map(&m.encodings.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect()));
+        t.set("charsets", map(&m.charsets.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect()));
+        if let Some(cs) = m.default_charset {
+            if cs.eq_ignore_ascii_case("on") {
+                t.set("default_charset", "iso-8859-1");
+            } else if !cs.eq_ignore_ascii_case("off") {
+                t.set("default_charset", cs);
+            }
+        }
+        if m.etag_none {
+            t.set("etag_none", true);
+        }
+        if !m.env.is_empty() {
+            let name = self.setenvif(&m.env)?;
+            t.set("env", lua::Value::Raw(name));
+        }
+        if !m.setenv.is_empty() {
+            let mut v = lua::Value::table();
+            for (n, val) in &m.setenv {
+                let mut pair = lua::Value::table();
+                pair.push(n.as_str());
+                if let Some(val) = val {
+                    pair.push(val.as_str());
+                }
+                v.push(pair);
+            }
+            t.set("setenv", v);
+        }
+        if !m.headers.is_empty() {
+            let name = self.headers(&m.headers);
+            t.set("headers", lua::Value::Raw(name));
+            self.response = true;
+        }
+        if m.expires_active {
+            let spec = |s: &crate::model::expires::ExpiresSpec| {
+                let base = match s.base {
+                    crate::model::expires::ExpiresBase::Access => "A",
+                    crate::model::expires::ExpiresBase::Modification => "M",
+                };
+                lua::Value::Raw(format!("{{ \"{base}\", {} }}", s.seconds))
+            };
+            let mut x = lua::Value::table();
+            if let Some(d) = &m.expires_default {
+                x.set("default", spec(d));
+            }
+            let mut bt = lua::Value::table();
+            for (ty, s) in &m.expires_by_type {
+                bt.set(ty, spec(s));
+            }
+            x.set("by_type", bt);
+            if !x.is_empty() {
+                t.set("expires", x);
+                self.response = true;
+            }
+        }
+        let body = t.render(0);
+        if let Some(n) = self.record_names.get(&body) {
+            return Ok(n.clone());
+        }
+        let n = format!("D{}", self.record_names.len() + 1);
+        // Written as the changes to a record of the same folder (or the document
+        // root's) when that is shorter.
+        let mut text = format!("local {n} = {body}\n");
+        if let (Some((bn, bt)), lua::Value::Table(fields)) = (base, &t)
+            && let lua::Value::Table(bfields) = bt
+        {
+            let mut changes = lua::Value::table();
+            for (k, v) in fields {
+                if !bfields.iter().any(|(bk, bv)| bk == k && bv == v)
+                    && let Some(k) = k
+                {
+                    changes.set(k, v.clone());
+                }
+            }
+            for (bk, _) in bfields {
+                if let Some(bk) = bk
+                    && !fields.iter().any(|(k, _)| k.as_ref() == Some(bk))
+                {
+                    changes.set(bk, lua::Value::Bool(false));
+                }
+            }
+            let ext = format!("local {n} = core.extend({bn}, {})\n", changes.render(0));
+            if ext.len() < text.len() {
+                text = ext;
+            }
+        }
+        self.records.push(format!("-- {}\n{text}", comment(title)));
+        self.record_names.insert(body, n.clone());
+        self.record_values.insert(n.clone(), t);
+        Ok(n)
+    }
+
+    /// The function for a rule list, written once per list.
+    fn rule_set(&mut self, list: &[&crate::model::rewrite::RewriteRule]) -> Result<String, String> {
+        let key: Vec<(u32, u32, u32)> = list.iter().map(|r| (r.at.file.0, r.at.start, r.at.end)).collect();
+        if let Some(n) = self.rule_sets.get(&key) {
+            return Ok(n.clone());
+        }
+        let n = format!("rules_{}", self.rule_sets.len() + 1);
+        let body = rules::function(self, &n, list)?;
+        self.functions.push(body);
+        self.rule_sets.insert(key, n.clone());
+        Ok(n)
+    }
+
+    /// The function that runs SetEnvIf rules for a request (mod_setenvif).
+    fn setenvif(&mut self, list: &[&crate::model::env::EnvRule]) -> Result<String, String> {
+        let mut body = String::new();
+        for r in list {
+            let (Some(attr), Some(test)) = (&r.attribute, &r.test) else { continue };
+            let value = match attr.to_ascii_lowercase().as_str() {
+                "request_uri" => "cx.uri".to_string(),
+                "request_method" => "cx.method".to_string(),
+                "remote_addr" => "cx.remote".to_string(),
+                "server_addr" => "cx.server_addr".to_string(),
+                "request_protocol" => "\"HTTP/1.1\"".to_string(),
+                _ => format!("header_nv(cx, {})", lua::string(attr)),
+            };
+            let _ = writeln!(
+                body,
+                "  -- {} {} {} {} ({})",
+                r.directive,
+                attr,
+                comment(test),
+                comment(&r.assignments.join(" ")),
+                self.site.at(r.at)
+            );
+            let caps = r.assignments.iter().any(|a| a.contains('$'));
+            let cond = match (caps, self.test(test, r.nocase, "s")) {
+                (false, Some(t)) => {
+                    let _ = writeln!(body, "  s = {value}");
+                    t
+                }
+                _ => {
+                    let re = self.regex(test, r.nocase)?;
+                    let _ = writeln!(body, "  m = exec({re}, {value})");
+                    "m".to_string()
+                }
+            };
+            let _ = writeln!(body, "  if {cond} then");
+            for a in &r.assignments {
+                if let Some(n) = a.strip_prefix('!') {
+                    let _ = writeln!(body, "    core.set_env(cx, {}, nil)", lua::string(n));
+                } else {
+                    let (n, v) = a.split_once('=').unwrap_or((a.as_str(), "1"));
+                    let v = if v.contains('$') {
+                        format!("core.dollars({}, m)", lua::string(v))
+                    } else {
+                        lua::string(v)
+                    };
+                    let _ = writeln!(body, "    core.set_env(cx, {}, {v})", lua::string(n));
+                }
+            }
+            body.push_str("  end\n");
+        }
+        if let Some(n) = self.header_sets.get(&body) {
+            return Ok(n.clone());
+        }
+        let n = format!("setenvif_{}", self.header_sets.len() + 1);
+        self.functions.push(format!(
+            "-- mod_setenvif, in merge order, for each round of the request.\nlocal function {n}(cx)\n  local s, m\n  local _ = s, m\n{body}end\n"
+        ));
+        self.header_sets.insert(body, n.clone());
+        Ok(n)
+    }
+
+    /// The function that applies a list of Header directives to a response.
+    fn headers(&mut self, list: &[&crate::model::headers::HeaderRule]) -> String {
+        let mut body = String::new();
+        let mut onsuccess = false;
+        for h in list {
+            let v = lua::string(h.value.as_deref().unwrap_or(""));
+            let n = lua::string(&h.name);
+            let line = match h.action.as_str() {
+                "set" => format!("rh[{n}] = {v}"),
+                "unset" => format!("rh[{n}] = \"\""),
+                "append" => format!("core.append(rh, {n}, {v}, false)"),
+                "add" => format!("core.append(rh, {n}, {v}, false)"),
+                "merge" => format!("core.append(rh, {n}, {v}, true)"),
+                _ => format!("if (rh[{n}] or \"\") == \"\" then rh[{n}] = {v} end"),
+            };
+            let always = h.table == "always";
+            onsuccess |= !always;
+            let cond = if always { "" } else { "if status < 300 then " };
+            let end = if always { "" } else { " end" };
+            let _ = writeln!(
+                body,
+                "  -- Header {}{} {} {} ({})\n  {cond}{line}{end}",
+                if always { "always " } else { "" },
+                h.action,
+                h.name,
+                comment(h.value.as_deref().unwrap_or("")),
+                self.site.at(h.at)
+            );
+        }
+        let _ = onsuccess;
+        if let Some(n) = self.header_sets.get(&body) {
+            return n.clone();
+        }
+        let n = format!("headers_{}", self.header_sets.len() + 1);
+        self.functions.push(format!(
+            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nlocal function {n}(rh, status)\n{body}end\n"
+        ));
+        self.header_sets.insert(body, n.clone());
+        n
+    }
+}

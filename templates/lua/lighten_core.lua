@@ -1,0 +1,1027 @@
+-- lighten_core.lua: the fixed part of a compiled site, for lighttpd's mod_magnet.
+--
+-- Fixed text shipped by lighten (templates/lua/lighten_core.lua).  `lighten convert`
+-- compiles each virtual host it can into a module of its own (site_*.lua): the
+-- per-directory configuration Apache would merge for each folder and file name, decided
+-- at conversion time, and each rule set as a Lua function of straight tests, each with
+-- the Apache line it came from.  This file is what every compiled site shares: reading
+-- the request as Apache does, the directory walk, the order of Apache's phases, and
+-- answering in lighttpd.  It follows lighten's evaluator (src/eval in the lighten
+-- sources), which the project's tests hold against real Apache, as does the converted
+-- site.
+--
+-- One request, as Apache 2.4 handles it:
+--   1. the URL-path is decoded and normalised from the request as sent;
+--   2. the directory walk maps it under the document root and splits off PATH_INFO;
+--   3. the configuration of that folder and file name (compiled: site.dirconf);
+--   4. access control (compiled into the configuration: denied or not);
+--   5. per-directory RewriteRules (a compiled function), mod_dir's slash redirect, the
+--      internal redirect the rules asked for (another round), else DirectoryIndex;
+--   6. the handler: a file, PHP (handed to lighttpd's mod_fastcgi), a listing (handed to
+--      mod_dirlisting), or an error.
+-- mod_headers and mod_expires run when the response starts (M.response), only for sites
+-- that have such directives.
+
+local M = {}
+
+local lighty
+local byte, sub, find, lower, format = string.byte, string.sub, string.find, string.lower, string.format
+
+local MAX_REDIRECTS = 10
+
+local function ends(s, p) return p == "" or sub(s, -#p) == p end
+
+local function trim_end_slashes(s)
+  if byte(s, -1) ~= 47 then return s end
+  local e = #s
+  while e > 0 and byte(s, e) == 47 do e = e - 1 end
+  return sub(s, 1, e)
+end
+M.trim_end_slashes = trim_end_slashes
+
+-- Everything before the last slash ("/a/b" -> "/a", "/a/b/" -> "/a/b", "/a" -> "").
+-- (A loop from the end: an unanchored string.match would try every start position.)
+local function parent(p)
+  local i = #p
+  while i > 0 and byte(p, i) ~= 47 do i = i - 1 end
+  if i == 0 then return "" end
+  return sub(p, 1, i - 1)
+end
+
+-- The last name, trailing slashes aside ("/a/b/" -> "b"); remembered, as the same few
+-- paths come back on every request.
+local names, nnames = {}, 0
+local function basename(p)
+  local b = names[p]
+  if b then return b end
+  local t = trim_end_slashes(p)
+  local i = #t
+  while i > 0 and byte(t, i) ~= 47 do i = i - 1 end
+  b = sub(t, i + 1)
+  if nnames >= 4096 then names, nnames = {}, 0 end
+  names[p], nnames = b, nnames + 1
+  return b
+end
+
+-- The last extension of a path's name with its dot (".php"), or nil.
+local function last_ext(p)
+  local i = #p
+  while i > 0 do
+    local c = byte(p, i)
+    if c == 46 then return sub(p, i) end
+    if c == 47 then return nil end
+    i = i - 1
+  end
+  return nil
+end
+
+local function split_host_port(h)
+  if h == nil then return nil, nil end
+  if byte(h, 1) == 91 then
+    local close = find(h, "]", 1, true)
+    if close then
+      local rest = sub(h, close + 1)
+      if byte(rest, 1) == 58 then return sub(h, 1, close), sub(rest, 2) end
+      return sub(h, 1, close), nil
+    end
+  end
+  local c = find(h, ":", 1, true)
+  if c then return sub(h, 1, c - 1), sub(h, c + 1) end
+  return h, nil
+end
+
+local function hexval(c)
+  if c >= 48 and c <= 57 then return c - 48 end
+  if c >= 65 and c <= 70 then return c - 55 end
+  if c >= 97 and c <= 102 then return c - 87 end
+  return nil
+end
+
+-- ap_escape_uri(): letters, digits and $-_.+!*'(),:@&=/~ stay; the rest is %xx (lower case).
+local SAFE = {}
+for c in ("$-_.+!*'(),:@&=/~"):gmatch(".") do SAFE[byte(c)] = true end
+local function escape_path(p)
+  if not find(p, "[^%w$%-_.+!*'(),:@&=/~]") then return p end
+  return (p:gsub("[^%w]", function(ch)
+    if SAFE[byte(ch)] then return ch end
+    return format("%%%02x", byte(ch))
+  end))
+end
+M.escape_path = escape_path
+
+---------------------------------------------------------------------------------------
+-- the URL-path: ap_unescape_url(), dot segments, MergeSlashes
+
+local function decode_path(raw)
+  -- Most paths have nothing to decode and nothing to normalise.
+  if byte(raw, 1) == 47 and not find(raw, "%", 1, true) and not find(raw, "//", 1, true)
+    and not find(raw, "/.", 1, true) then
+    return raw
+  end
+  if byte(raw, 1) == 47 and not find(raw, "%", 1, true) and not find(raw, "/.", 1, true) then
+    return (raw:gsub("//+", "/"))
+  end
+  local s = raw
+  if find(raw, "%", 1, true) then
+    local out, n, i = {}, 0, 1
+    while true do
+      local p = find(raw, "%", i, true)
+      if not p then
+        n = n + 1
+        out[n] = sub(raw, i)
+        break
+      end
+      n = n + 1
+      out[n] = sub(raw, i, p - 1)
+      local h, l = hexval(byte(raw, p + 1) or 0), hexval(byte(raw, p + 2) or 0)
+      if h == nil or l == nil then return nil, 400 end
+      local v = h * 16 + l
+      if v == 47 or v == 0 then return nil, 404 end
+      n = n + 1
+      out[n] = string.char(v)
+      i = p + 3
+    end
+    s = table.concat(out, "", 1, n)
+  end
+  if byte(s, 1) ~= 47 then return nil, 400 end
+  local trailing = ends(s, "/") or ends(s, "/.") or ends(s, "/..")
+  local parts = {}
+  for seg in s:gmatch("[^/]+") do
+    if seg == ".." then
+      if #parts == 0 then return nil, 400 end
+      parts[#parts] = nil
+    elseif seg ~= "." then
+      parts[#parts + 1] = seg
+    end
+  end
+  local p = "/" .. table.concat(parts, "/")
+  if trailing and p ~= "/" then p = p .. "/" end
+  return p
+end
+
+-- What is not plain stays encoded for the next round's decode.
+local function reencode(p)
+  if not find(p, "[%% ?]") then return p end
+  return (p:gsub("[%% ?]", { ["%"] = "%25", [" "] = "%20", ["?"] = "%3f" }))
+end
+
+---------------------------------------------------------------------------------------
+-- the filesystem
+
+-- "file", "dir", "other" or "missing"; the size; whether anyone may execute it.
+local function stat(path)
+  local st = lighty.c.stat(path)
+  if not st then return "missing", 0, false end
+  local kind = st.is_file and "file" or (st.is_dir and "dir" or "other")
+  return kind, st.st_size, (st.st_mode & 73) ~= 0
+end
+
+-- RewriteCond's file tests.
+function M.test_file(cx, kind, path)
+  local k, size, exec = stat(path)
+  if kind == "f" or kind == "F" then return k == "file" end
+  if kind == "s" then return k == "file" and size > 0 end
+  if kind == "d" then return k == "dir" end
+  if kind == "x" then return k ~= "missing" and exec end
+  if kind == "U" then return stat(cx.site.docroot .. path) ~= "missing" end
+  error("lighten_core: unknown file test -" .. tostring(kind))
+end
+
+-- Apache's directory walk: the longest prefix that is a directory, then the next
+-- component as the filename, the rest as PATH_INFO.
+local function walk(path)
+  local kind = stat(path)
+  if kind ~= "missing" and not (kind == "file" and byte(path, -1) == 47) then
+    return path, nil, kind
+  end
+  local segs = {}
+  local start = 2
+  while true do
+    local slash = find(path, "/", start, true)
+    if not slash then
+      segs[#segs + 1] = sub(path, start)
+      break
+    end
+    segs[#segs + 1] = sub(path, start, slash - 1)
+    start = slash + 1
+  end
+  local cur = ""
+  for i, seg in ipairs(segs) do
+    cur = cur .. "/" .. seg
+    local k = stat(cur)
+    if not (k == "dir" and i < #segs) then
+      local rest = nil
+      if i < #segs then rest = "/" .. table.concat(segs, "/", i + 1) end
+      return cur, rest, k
+    end
+  end
+  return path, nil, kind
+end
+
+-- A name longer than 255 bytes met by the directory walk while every name before it is
+-- a directory: ENAMETOOLONG, which Apache answers with 403 (lighty.c.stat says nil).
+local LONG_NAME = "[^/]" .. string.rep("[^/]", 255)
+local function name_too_long(path)
+  if #path <= 256 then return false end
+  local long = find(path, LONG_NAME)
+  if not long then return false end
+  local start = 2
+  while true do
+    local slash = find(path, "/", start, true)
+    if not slash or slash >= long then return true end
+    if stat(sub(path, 1, slash - 1)) ~= "dir" then return false end
+    start = slash + 1
+  end
+end
+
+---------------------------------------------------------------------------------------
+-- the request's variables, for the compiled conditions
+
+-- A request header a RewriteCond reads: when the request has it, Apache varies on it when
+-- the rule applies (lookup_header(); never on Host, which the compiler reads with
+-- header_nv).  The compiled rule adds cx.pv to Vary when it applies.
+function M.header(cx, name)
+  local v = cx.headers[name]
+  if v == nil or v == "" then return "" end
+  local pv = cx.pv
+  if pv then pv[#pv + 1] = name else cx.pv = { name } end
+  return v
+end
+
+-- The same without Vary ([NV]).
+function M.header_nv(cx, name)
+  local v = cx.headers[name]
+  if v == nil then return "" end
+  return v
+end
+
+function M.server_name(cx)
+  local sn = cx.sn
+  if sn then return sn end
+  local site = cx.site
+  local h = cx.headers["Host"]
+  local host = h and h ~= "" and lower(split_host_port(h) or "") or ""
+  if site.canonical or host == "" then sn = site.name else sn = host end
+  cx.sn = sn
+  return sn
+end
+local server_name = M.server_name
+
+function M.server_port(cx)
+  local h = cx.headers["Host"]
+  local _, port = split_host_port(h ~= "" and h or nil)
+  local p = port and tonumber(port)
+  if p then return p end
+  return cx.https and 443 or 80
+end
+local server_port = M.server_port
+
+local function self_url(cx)
+  local scheme = cx.https and "https" or "http"
+  local port = server_port(cx)
+  if port == (cx.https and 443 or 80) then return scheme .. "://" .. server_name(cx) end
+  return scheme .. "://" .. server_name(cx) .. ":" .. port
+end
+M.self_url = self_url
+
+local TIME = {
+  TIME_YEAR = "%Y", TIME_MON = "%m", TIME_DAY = "%d", TIME_HOUR = "%H", TIME_MIN = "%M",
+  TIME_SEC = "%S", TIME_WDAY = "%w", TIME = "%Y%m%d%H%M%S",
+}
+
+-- The variables the compiler does not inline (%{NAME}).
+function M.var(cx, name)
+  if name == "THE_REQUEST" then return cx.orig_method .. " " .. cx.target .. " HTTP/1.1" end
+  if name == "REQUEST_SCHEME" then return cx.https and "https" or "http" end
+  if name == "SERVER_PORT" then return tostring(server_port(cx)) end
+  if name == "SERVER_ADDR" then return cx.server_addr end
+  if name == "REMOTE_ADDR" or name == "REMOTE_HOST" then return cx.remote end
+  if name == "PATH_INFO" then return cx.path_info or "" end
+  if name == "SERVER_PROTOCOL" then return "HTTP/1.1" end
+  if name == "SERVER_SOFTWARE" then return "Apache" end
+  if name == "IS_SUBREQ" then return "false" end
+  if name == "API_VERSION" then return "20120211:139" end
+  if name == "CONTEXT_PREFIX" or name == "REMOTE_USER" or name == "REMOTE_IDENT" or name == "AUTH_TYPE" then
+    return ""
+  end
+  local t = TIME[name]
+  if t then return os.date(t) end
+  local env = cx.env
+  return env and env[name] or ""
+end
+
+function M.set_env(cx, name, value)
+  local env = cx.env
+  if not env then
+    env = {}
+    cx.env = env
+  end
+  env[name] = value
+end
+
+-- Byte-wise three-way compare (strcmp on unsigned bytes; Lua's `<` follows the locale).
+local function bytecmp(a, b)
+  if a == b then return 0 end
+  local la, lb = #a, #b
+  for i = 1, la < lb and la or lb do
+    local x, y = byte(a, i), byte(b, i)
+    if x ~= y then return x < y and -1 or 1 end
+  end
+  return la < lb and -1 or 1
+end
+M.bytecmp = bytecmp
+
+-- `compare_lexicography()`: the longer string is greater; equal lengths compare bytes.
+function M.lexcmp(a, b)
+  if #a ~= #b then return #a > #b and 1 or -1 end
+  return bytecmp(a, b)
+end
+
+-- C's atoi() as mod_rewrite's integer comparisons read it.
+function M.atoi(s)
+  local sign, digits = s:match("^[ \t\n\v\f\r]*([+-]?)([0-9]*)")
+  local d = digits:gsub("^0+", "")
+  local n
+  if d == "" then
+    n = 0
+  elseif #d > 19 or (#d == 19 and bytecmp(d, "9223372036854775807") > 0) then
+    n = math.maxinteger
+  else
+    n = math.tointeger(tonumber(d))
+  end
+  if sign == "-" then n = -n end
+  return n
+end
+
+---------------------------------------------------------------------------------------
+-- what a compiled rule does after its substitution
+
+-- The prefixes of mod_rewrite's is_absolute_uri(), by scheme: true when "//" must follow.
+local ABSOLUTE = {
+  http = true, https = true, ftp = true, ajp = true, fcgi = true, scgi = true, ws = true,
+  wss = true, h2 = true, h2c = true, uwsgi = true, mailto = false, nntp = true, news = false,
+  ldap = true, gopher = true, balancer = true, unix = false,
+}
+
+local function is_absolute_uri(s)
+  local c = find(s, ":", 1, true)
+  if not c or c > 9 then return false end
+  local slashes = ABSOLUTE[lower(sub(s, 1, c - 1))]
+  if slashes == nil then return false end
+  return not slashes or (byte(s, c + 1) == 47 and byte(s, c + 2) == 47)
+end
+M.is_absolute_uri = is_absolute_uri
+
+local function scheme_of(s)
+  local c = find(s, ":", 1, true)
+  if not c or c == 1 or byte(s, c + 1) ~= 47 or byte(s, c + 2) ~= 47 then return nil end
+  local sc = sub(s, 1, c - 1)
+  if find(sc, "[^0-9A-Za-z+%-.]") then return nil end
+  return sc
+end
+
+-- Captures of no match at all: `$1` and `%1` expand to "".
+M.EMPTY = {}
+
+-- A regex that ran into PCRE2's limits (or that this PCRE2 refuses): the rule fails
+-- closed with 403.
+function M.fail(cx)
+  cx.status = 403
+  return "status"
+end
+
+-- Whether a <Files> regex matches; its limits reached mean it does (the stricter side:
+-- the section's settings apply).
+local re_test
+function M.matches(prog, s)
+  re_test = re_test or require("lighten_re").test
+  return re_test(prog, s) ~= false
+end
+
+-- A record that is `base` with the fields of `changes` (false for a field `base` has
+-- and this one has not); made once, when the site module loads.
+function M.extend(base, changes)
+  local t = {}
+  for k, v in pairs(base) do t[k] = v end
+  for k, v in pairs(changes) do
+    if v == false then t[k] = nil else t[k] = v end
+  end
+  return t
+end
+
+-- What a per-directory rule matches: the filename with its PATH_INFO, without the
+-- directory prefix.
+function M.subject(cx, perdir)
+  local subject = cx.filename
+  local pi = cx.path_info
+  if pi and pi ~= "" then subject = subject .. pi end
+  if sub(subject, 1, #perdir) == perdir then subject = sub(subject, #perdir + 1) end
+  return subject
+end
+
+-- SetEnvIf's value with `$1`..`$9` from the match.
+function M.dollars(v, caps)
+  return (v:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
+end
+
+-- [E=VAR:VAL], [E=VAR], [E=!VAR]
+function M.env_flag(cx, v)
+  if byte(v) == 33 then
+    M.set_env(cx, sub(v, 2), nil)
+    return
+  end
+  local colon = find(v, ":", 1, true)
+  if colon then
+    M.set_env(cx, sub(v, 1, colon - 1), sub(v, colon + 1))
+  else
+    M.set_env(cx, v, "")
+  end
+end
+
+-- The byte ranges of an expansion that came from back-references: `kinds` says for each
+-- piece whether it is literal ("L") or a back-reference ("B").  Only needed when the
+-- request has an encoded `?` (%3f).
+function M.marks(kinds, ...)
+  local marks, len = {}, 0
+  for i = 1, #kinds do
+    local v = select(i, ...)
+    if byte(kinds, i) == 66 then
+      marks[#marks + 1] = len + 1
+      marks[#marks + 1] = len + #v
+    end
+    len = len + #v
+  end
+  return marks
+end
+
+-- splitout_queryargs(): `?` in the result replaces (with [QSA] prepends to) the query;
+-- [QSD] drops it; [QSL] splits at the last `?`.  `how` holds the rule's query flags
+-- ("A" QSA, "D" QSD, "L" QSL).  Returns the URL without its query, or nil when the `?`
+-- lies in one of the `unsafe` ranges (since 2.4.60, without [UnsafeAllow3F]).
+function M.split_query(cx, new, how, unsafe)
+  if is_absolute_uri(new) and not find(new, "?", 1, true) then
+    local sc = scheme_of(new)
+    if sc ~= "http" and sc ~= "https" and sc ~= "ftp" then
+      cx.args = nil
+      return new
+    end
+  end
+  if find(how, "D", 1, true) then cx.args = nil end
+  local sc = scheme_of(new)
+  local p = find(new, "?", (sc and #sc + 3 or 0) + 1, true)
+  if p and find(how, "L", 1, true) then
+    while true do
+      local q = find(new, "?", p + 1, true)
+      if not q then break end
+      p = q
+    end
+  end
+  if p then
+    if unsafe then
+      for k = 1, #unsafe, 2 do
+        if unsafe[k] <= p and p <= unsafe[k + 1] then return nil end
+      end
+    end
+    local q = sub(new, p + 1)
+    new = sub(new, 1, p - 1)
+    if find(how, "A", 1, true) then
+      if q ~= "" then
+        local old = cx.args
+        cx.args = old and (q .. "&" .. old) or q
+      end
+    else
+      cx.args = q
+    end
+    local a = cx.args
+    if a and byte(a, -1) == 38 then a = sub(a, 1, -2) end
+    if a == "" then a = nil end
+    cx.args = a
+  end
+  return new
+end
+
+-- The rule's Vary: the headers its conditions read, once each (case-insensitively).
+function M.add_vary(cx)
+  local pv = cx.pv
+  cx.pv = nil
+  if not pv then return end
+  local vary = cx.vary
+  if not vary then
+    vary = {}
+    cx.vary = vary
+  end
+  for _, n in ipairs(pv) do
+    local dup = false
+    for _, m in ipairs(vary) do if lower(m) == lower(n) then dup = true end end
+    if not dup then vary[#vary + 1] = n end
+  end
+end
+
+-- After a substitution: what the new filename means.  `flags` holds "R" for [R], and
+-- `perdir` is the directory prefix.  Sets cx.filename.
+function M.substituted(cx, new, perdir, redirect)
+  if perdir and byte(new, 1) ~= 47 and not is_absolute_uri(new) then new = perdir .. new end
+  if redirect then
+    if not is_absolute_uri(new) then
+      local base = self_url(cx)
+      if byte(new, 1) == 47 then new = base .. new else new = base .. "/" .. new end
+    end
+    cx.filename = new
+    return
+  end
+  if is_absolute_uri(new) then
+    local scheme, rest = new:match("^([%a][%w+.-]*)://(.*)$")
+    if scheme then
+      local slash = find(rest, "/", 1, true)
+      local hostport, path = rest, "/"
+      if slash then hostport, path = sub(rest, 1, slash - 1), sub(rest, slash) end
+      local host, port = split_host_port(hostport)
+      local p = tonumber(port or "") or (lower(scheme) == "https" and 443 or 80)
+      if host and lower(host) == lower(server_name(cx)) and p == server_port(cx) then new = path end
+    end
+  end
+  cx.filename = new
+end
+
+---------------------------------------------------------------------------------------
+-- outcomes
+
+local function with_query(loc, args, raw)
+  if args and args ~= "" then
+    if raw then return loc .. "?" .. args end
+    return loc .. "?" .. escape_path(args)
+  end
+  return loc
+end
+
+local function escape_location(url, noescape)
+  if noescape then return url end
+  local i = find(url, "://", 1, true)
+  if i then
+    local rest = sub(url, i + 3)
+    local j = find(rest, "/", 1, true)
+    local host, path = rest, ""
+    if j then host, path = sub(rest, 1, j - 1), sub(rest, j) end
+    return sub(url, 1, i + 2) .. host .. escape_path(path)
+  end
+  return escape_path(url)
+end
+
+local function replace_base_in_url(url, directory, base)
+  local i = find(url, "://", 1, true)
+  if not i then return url end
+  local rest = sub(url, i + 3)
+  local j = find(rest, "/", 1, true)
+  if not j then return url end
+  local path = sub(rest, j)
+  if sub(path, 1, #directory) == directory then
+    return sub(url, 1, i + 2) .. sub(rest, 1, j - 1) .. trim_end_slashes(base) .. "/" .. sub(path, #directory + 1)
+  end
+  return url
+end
+
+-- The handler for a file under a directory configuration: "php" or nil.
+local function handler(dc, fname)
+  if dc.set_handler then return dc.set_handler end
+  local hs = dc.handlers
+  if not hs then return nil end
+  local found
+  local base = basename(fname)
+  local dot = find(base, ".", 1, true)
+  while dot do
+    local nxt = find(base, ".", dot + 1, true)
+    local h = hs[lower(sub(base, dot + 1, (nxt or 0) - 1))]
+    if h ~= nil then found = h end
+    dot = nxt
+  end
+  return found
+end
+
+-- The compiled configuration of a folder and a name in it (site.dirconf), remembered per
+-- site: the records are constants, and a busy site asks for the same few again and again.
+local MEMO_LIMIT = 4096
+local function dirconf(site, dir, base)
+  local memo = site.memo
+  if not memo then
+    memo = { n = 0 }
+    site.memo = memo
+  end
+  local md = memo[dir]
+  local dc = md and md[base]
+  if dc then return dc end
+  dc = site.dirconf(dir, base)
+  if memo.n >= MEMO_LIMIT then
+    memo = { n = 0 }
+    site.memo = memo
+  end
+  md = memo[dir]
+  if not md then
+    md = {}
+    memo[dir] = md
+  end
+  md[base] = dc
+  memo.n = memo.n + 1
+  return dc
+end
+
+-- The configuration for a walked path, remembered by the path itself.
+local function config_for(site, fname, kind)
+  local key = kind == "dir" and "paths_dir" or "paths"
+  local memo = site[key]
+  if not memo or memo.n >= MEMO_LIMIT then
+    memo = { n = 0 }
+    site[key] = memo
+  end
+  local dc = memo[fname]
+  if dc then return dc end
+  dc = dirconf(site, kind == "dir" and trim_end_slashes(fname) or parent(fname), basename(fname))
+  memo[fname] = dc
+  memo.n = memo.n + 1
+  return dc
+end
+
+-- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
+-- (it hides dotfiles only): one that is denied.  Then the listing is refused rather than
+-- showing the name.  Only sites with a denial anywhere look.
+local function listing_hides(cx, dir)
+  local names = lighty.c.readdir(dir)
+  if type(names) ~= "function" then return true end
+  local base = byte(dir, -1) == 47 and dir or (dir .. "/")
+  for name in names do
+    if byte(name, 1) ~= 46 then
+      local p = base .. name
+      local d = stat(p) == "dir" and p or dir
+      if dirconf(cx.site, trim_end_slashes(d), name).denied then return true end
+    end
+  end
+  return false
+end
+
+-- The handler's answer for a mapped file: the status and what serves it.
+local function handle(cx, dc, fname, path_info, kind)
+  if handler(dc, fname) == "php" then
+    if kind ~= "file" then return 404 end
+    -- mod_env's fixup: what the script receives.
+    if dc.setenv then
+      for _, e in ipairs(dc.setenv) do M.set_env(cx, e[1], e[2]) end
+    end
+    cx.served, cx.script, cx.path_info, cx.dc = "php", fname, path_info, dc
+    return 200
+  end
+  if kind == "file" then
+    if path_info then return 404 end
+    cx.served, cx.path, cx.dc = "file", fname, dc
+    return 200
+  elseif kind == "dir" then
+    if not cx.site.autoindex then return 404 end
+    if dc.indexes then
+      if cx.site.may_hide and listing_hides(cx, fname) then return 403 end
+      cx.served, cx.path, cx.dc = "listing", fname, dc
+      return 200
+    end
+    return 403
+  end
+  return 404
+end
+
+-- After [END]: the rewritten URL is served without another rewrite round.
+local function serve_after_end(cx, url, args)
+  local site = cx.site
+  cx.uri, cx.args = url, args
+  if name_too_long(site.docroot .. url) then return 403 end
+  local fname, path_info, kind = walk(site.docroot .. url)
+  cx.filename, cx.path_info = fname, path_info
+  local dc = config_for(site, fname, kind)
+  return handle(cx, dc, fname, path_info, kind)
+end
+
+-- One round of request processing: the status, or nil and the internal redirect's
+-- URL-path and query for the next round.  cx.location is set for a redirect.
+local function round(cx, uri, args)
+  local site = cx.site
+  cx.uri, cx.args, cx.path_info = uri, args, nil
+  local filename = site.docroot .. uri
+  -- TRACE is answered by the core before the directory walk; lighttpd does not.
+  if cx.method == "TRACE" then return 405 end
+  if name_too_long(filename) then return 403 end
+  local fname, path_info, kind = walk(filename)
+  cx.filename, cx.path_info = fname, path_info
+  local dc = config_for(site, fname, kind)
+  if dc.broken then return 500 end
+  if dc.env then dc.env(cx) end
+  if dc.denied then return dc.denied end
+
+  local pending, pending_args
+  local rules = dc.rules
+  if rules and not dc.symlinks then return 403 end
+  -- The list cannot change what an existing file is answered with (files_pass, decided
+  -- by the compiler): lighttpd serves it without running the rules.
+  if rules and dc.files_pass and kind == "file" and not path_info and byte(uri, -1) ~= 47
+    and handler(dc, fname) ~= "php" then
+    rules = nil
+  end
+  if rules then
+    local ofilename = fname
+    local action, code, final = rules(cx, dc.perdir)
+    if action == "status" then return cx.status end
+    if action then
+      local f = cx.filename
+      if cx.args and find(cx.args, "[%c ]") and not (is_absolute_uri(f) and action ~= "noescape") then
+        return 403
+      end
+      if is_absolute_uri(f) then
+        if dc.base then f = replace_base_in_url(f, dc.perdir, dc.base) end
+        local raw = action == "noescape" or (args ~= nil and cx.args == args)
+        cx.location = with_query(escape_location(f, action == "noescape"), cx.args, raw)
+        if not code or code < 300 or code >= 400 then code = 302 end
+        return code
+      end
+      if byte(f, 1) ~= 47 then return 400 end
+      if f == ofilename then
+        cx.filename = ofilename
+      else
+        local url
+        local perdir = dc.perdir
+        if dc.base and sub(f, 1, #perdir) == perdir then
+          url = trim_end_slashes(dc.base) .. "/" .. sub(f, #perdir + 1)
+        elseif dc.base then
+          url = f
+        else
+          local root = site.docroot
+          if sub(f, 1, #root) == root and (#f == #root or byte(f, #root + 1) == 47) then
+            url = sub(f, #root + 1)
+          else
+            url = f
+          end
+        end
+        if final then return serve_after_end(cx, url, cx.args) end
+        pending, pending_args = reencode(url), cx.args
+        local q = find(pending, "?", 1, true)
+        if q then pending, pending_args = sub(pending, 1, q - 1), sub(pending, q + 1) end
+      end
+    end
+  end
+
+  if kind == "dir" and not path_info and byte(cx.uri, -1) ~= 47 and dc.slash then
+    cx.location = with_query(self_url(cx) .. escape_path(cx.uri) .. "/", cx.args, true)
+    return 301
+  end
+  if pending then return nil, pending, pending_args end
+  if kind == "dir" and dc.index then
+    for _, name in ipairs(dc.index) do
+      local cand_uri, cand_file
+      if byte(name, 1) == 47 then
+        cand_uri, cand_file = name, site.docroot .. name
+      else
+        cand_uri, cand_file = cx.uri .. name, trim_end_slashes(fname) .. "/" .. name
+      end
+      if stat(cand_file) == "file" then
+        local idc = dirconf(site, parent(cand_file), basename(cand_file))
+        if not idc.denied and not idc.broken then
+          cx.uri, cx.filename = cand_uri, cand_file
+          return handle(cx, idc, cand_file, nil, "file")
+        end
+      end
+    end
+  end
+  return handle(cx, dc, fname, path_info, kind)
+end
+
+-- The whole request: rounds until an answer.
+local function run(cx)
+  local raw = cx.target
+  -- A fragment is not part of a request-target: Apache answers 400 (lighttpd would take
+  -- '#' as a path byte).
+  if find(raw, "#", 1, true) then return 400 end
+  local qpos = find(raw, "?", 1, true)
+  local rawpath, args = raw, nil
+  if qpos then rawpath, args = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
+  local uri, err = decode_path(rawpath)
+  if not uri then return err end
+  if cx.site.early_env then
+    cx.uri = uri
+    cx.site.early_env(cx)
+  end
+  local rounds = 0
+  while true do
+    rounds = rounds + 1
+    if rounds > MAX_REDIRECTS + 1 then return 500 end
+    local status, next_uri, next_args = round(cx, uri, args)
+    if status then return status end
+    local env = {}
+    for k, v in pairs(cx.env or {}) do env["REDIRECT_" .. k] = v end
+    env.REDIRECT_URL = uri
+    env.REDIRECT_STATUS = "200"
+    if args then env.REDIRECT_QUERY_STRING = args end
+    cx.env = env
+    local d, e = decode_path(next_uri)
+    if not d then return e end
+    uri, args = d, next_args
+  end
+end
+
+---------------------------------------------------------------------------------------
+-- answering in lighttpd
+
+-- The Content-Type Apache's mod_mime gives a file: ForceType, else the type of the last
+-- extension that has one (per-directory AddType over TypesConfig), with a charset from
+-- AddCharset or AddDefaultCharset for text/plain and text/html; and its encoding.
+local function content_type(site, dc, path, forced)
+  local t = forced or dc.force_type
+  local enc, charset
+  local types, encodings, charsets = dc.types, dc.encodings, dc.charsets
+  local mime = site.mime
+  local base = basename(path)
+  local dot = find(base, ".", 1, true)
+  while dot do
+    local nxt = find(base, ".", dot + 1, true)
+    local e = lower(sub(base, dot + 1, (nxt or 0) - 1))
+    dot = nxt
+    if not (forced or dc.force_type) then
+      local v
+      if types then v = types[e] end
+      if v == nil then v = mime[e] end
+      if v then t = v end
+    end
+    if encodings and encodings[e] then enc = encodings[e] end
+    if charsets and charsets[e] then charset = charsets[e] end
+  end
+  local cs = dc.default_charset
+  if t and (charset or cs) and not find(t, "charset=", 1, true) then
+    if charset then
+      t = t .. "; charset=" .. charset
+    elseif sub(t, 1, 10) == "text/plain" or sub(t, 1, 9) == "text/html" then
+      t = t .. "; charset=" .. cs
+    end
+  end
+  return t, enc
+end
+
+-- The Expires date of a second, formatted once per second.
+local last_at, last_date
+local function http_date(at)
+  if at ~= last_at then
+    last_at, last_date = at, os.date("!%a, %d %b %Y %H:%M:%S GMT", at)
+  end
+  return last_date
+end
+
+-- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
+-- configuration `dc`; `mtime` and `len` of the file that answered when known.
+local function finish(r, site, dc, status, mtime, len, nogzip)
+  local rh = r.resp_header
+  local ctype = rh["Content-Type"]
+  local ex = dc.expires
+  if ex and status >= 200 and status < 300 then
+    local rule = (ctype and ex.by_type and ex.by_type[ctype:match("^[^;]+")]) or ex.default
+    if rule then
+      local now = os.time()
+      local base = now
+      if rule[1] == "M" then base = mtime or now end
+      local at = base + rule[2]
+      local max = at - now
+      if max < 0 then max = 0 end
+      rh["Cache-Control"] = "max-age=" .. max
+      rh["Expires"] = http_date(at)
+    end
+  end
+  local headers = dc.headers
+  if headers then headers(rh, status) end
+  -- mod_deflate notes that it looked at Accept-Encoding for the types it compresses,
+  -- whether or not it compresses this response (a body under 69 bytes is left alone).
+  if ctype and next(site.deflate) then
+    local base_type = lower(ctype:match("^[^;%s]+") or "")
+    local ce = rh["Content-Encoding"]
+    if site.deflate[base_type] and not nogzip and not (len and len < 69)
+      and (ce == nil or ce == "" or ce == "identity" or rh["Vary"]) then
+      local v = rh["Vary"]
+      rh["Vary"] = (v and v ~= "") and (v .. ",Accept-Encoding") or "Accept-Encoding"
+    end
+  end
+  -- Apache's fixup_vary(): one Vary, tokens once each (case-insensitively).
+  local vary = rh["Vary"]
+  if vary and find(vary, "[, \t]") then
+    local seen, out = {}, {}
+    for tok in vary:gmatch("[^,%s]+") do
+      if not seen[lower(tok)] then
+        seen[lower(tok)] = true
+        out[#out + 1] = tok
+      end
+    end
+    rh["Vary"] = table.concat(out, ",")
+  end
+end
+
+-- Entry for magnet.attract-physical-path-to: `site` is the compiled module.
+function M.physical(l, site)
+  lighty = l
+  local r = l.r
+  local attr = r.req_attr
+  local method = attr["request.method"]
+  local cx = {
+    site = site, https = attr["uri.scheme"] == "https", method = method, orig_method = method,
+    target = attr["request.orig-uri"] or attr["request.uri"], headers = r.req_header,
+    remote = attr["request.remote-addr"] or "", server_addr = attr["request.server-addr"] or "127.0.0.1",
+  }
+  local status = run(cx)
+  if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end
+  -- the environment for the backend (E=, REDIRECT_*)
+  local served = status == 200 and cx.served
+  if served == "file" then
+    -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires
+    -- give it (the environment is nobody's to read).
+    local path, dc = cx.path, cx.dc
+    local st = l.c.stat(path)
+    if not st then return 404 end
+    local ctype, enc = content_type(site, dc, path, cx.forced_type)
+    attr["physical.path"] = path
+    attr["uri.path"] = cx.uri
+    local rh = r.resp_header
+    if ctype then rh["Content-Type"] = ctype end
+    if enc then rh["Content-Encoding"] = enc end
+    if dc.etag_none then rh["ETag"] = "" end
+    status = st["http-response-send-file"]
+    if site.finish then
+      finish(r, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, cx.env and cx.env["no-gzip"])
+      r.req_env["lighten.done"] = "1"
+    end
+    return status
+  end
+  if cx.env then
+    local env = r.req_env
+    for k, v in pairs(cx.env) do env[k] = v end
+  end
+  if cx.location then
+    r.resp_header["Location"] = cx.location
+    return status
+  end
+  if served == "php" then
+    local script, path_info, docroot = cx.script, cx.path_info, site.docroot
+    -- Apache's SCRIPT_NAME is the URL-path without its PATH_INFO.
+    local script_name = cx.uri
+    if path_info and #path_info < #script_name and ends(script_name, path_info) then
+      script_name = sub(script_name, 1, #script_name - #path_info)
+    end
+    -- lighttpd's mod_fastcgi picks PHP by the name's last extension, where Apache's
+    -- mod_mime takes .php anywhere among them (config.php.save): such a script is
+    -- refused rather than sent with its source (php-fpm's security.limit_extensions
+    -- answers 403 behind Apache too).
+    local ext = last_ext(script)
+    if not (ext and site.php_exts[ext]) then
+      print("lighten: " .. tostring(cx.target) .. " refused (fails closed): " .. script
+        .. " is PHP for Apache, but lighttpd's fastcgi.server does not take its extension")
+      return 403
+    end
+    attr["physical.doc-root"] = docroot
+    attr["uri.path"] = script_name
+    attr["physical.rel-path"] = sub(script, #docroot + 1)
+    attr["physical.path"] = script
+    attr["uri.query"] = cx.args
+    if path_info then
+      r.req_env["PATH_INFO"] = path_info
+      -- php-fpm moves PATH_INFO to ORIG_PATH_INFO when REDIRECT_URL is present.
+      r.req_env["REDIRECT_URL"] = nil
+    end
+    return 0
+  elseif served == "listing" then
+    attr["physical.path"] = cx.path
+    return 0
+  end
+  if cx.filename then attr["physical.path"] = cx.filename end
+  return status
+end
+
+-- Entry for magnet.attract-response-start-to, for sites with mod_headers, mod_expires or
+-- mod_deflate directives: those of the file that answered (a static file had them at
+-- the physical-path stage already).
+function M.response(l, site)
+  lighty = l
+  local r = l.r
+  if r.req_env["lighten.done"] then return 0 end
+  local path = r.req_attr["physical.path"]
+  if not path then return 0 end
+  local fname, _, kind = walk(path)
+  local mtime
+  if kind == "file" then
+    local st = l.c.stat(fname)
+    mtime = st and st.st_mtime
+  end
+  finish(r, site, config_for(site, fname, kind), r.req_item.http_status, mtime,
+    tonumber(r.resp_header["Content-Length"] or ""), r.req_env["no-gzip"])
+  return 0
+end
+
+-- mod_headers' actions on a response header, for the compiled header functions.
+function M.append(rh, name, value, merge)
+  local cur = rh[name]
+  if not cur or cur == "" then
+    rh[name] = value
+    return
+  end
+  if merge then
+    for tok in (cur .. ","):gmatch("%s*([^,]-)%s*,") do if tok == value then return end end
+  end
+  rh[name] = cur .. ", " .. value
+end
+
+return M
