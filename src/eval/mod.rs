@@ -1072,12 +1072,13 @@ fn escape_path(p: &str) -> String {
 
 /// A decoded path handed to a new round: what is not plain stays encoded so that the
 /// next decode gives it back.
+/// The URL of an internal redirect.  A `%` stays as it is: Apache decodes the new URL
+/// again (`GET /%25` rewritten to `index.php/$1` is its 400, `%2500` its 404), and so must
+/// the next round here, or `%252e%252e` would never become the `..` Apache refuses.
 fn reencode(p: &str) -> String {
     let mut out = String::new();
     for ch in p.chars() {
-        if ch == '%' {
-            out.push_str("%25");
-        } else if ch == ' ' {
+        if ch == ' ' {
             out.push_str("%20");
         } else if ch == '?' {
             out.push_str("%3f");

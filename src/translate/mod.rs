@@ -159,7 +159,14 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     // exact fails closed through the interpreter's data).
     let hosts = conf::hosts(model);
     let deflate = !conf::deflate_types(model, &mut Vec::new()).is_empty();
-    let exact = !site.findings.iter().any(|f| f.fate.inexact());
+    // Nothing unsupported anywhere in the report (a directive the catalogue marks
+    // unsupported leaves no finding but counts): what is unsupported fails closed through
+    // marks in the interpreter's data. Approximations (IndexIgnore, FileETag MTime) are
+    // carried the same way by both tiers.
+    let exact = !report::build(model, &cfg.sources, &site.findings)
+        .entries
+        .iter()
+        .any(|e| matches!(e.fate, Fate::Unsupported { .. }));
     let names = compile::module_names(model);
     let mut compiled: Vec<Result<compile::Compiled, String>> = hosts
         .iter()
@@ -167,7 +174,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             if opts.trace {
                 Err("--trace asks for the interpreter's trace".into())
             } else if !exact {
-                Err("the conversion is not exact (see report.md)".into())
+                Err("something is unsupported (see report.md)".into())
             } else {
                 compile::host(model, &site, *h, deflate)
             }
@@ -195,8 +202,10 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         .collect();
     site.response_hooks = compiled.iter().map(|c| c.as_ref().map_or(true, |c| c.response)).collect();
     let mut written = conf::write(model, cfg, opts, &mut site);
-    if compiled.iter().any(Result::is_ok) && written.findings.iter().any(|f| f.fate.inexact()) {
-        compiled.iter_mut().for_each(|c| *c = Err("the conversion is not exact (see report.md)".into()));
+    if compiled.iter().any(Result::is_ok)
+        && written.findings.iter().any(|f| matches!(f.fate, Fate::Unsupported { .. }))
+    {
+        compiled.iter_mut().for_each(|c| *c = Err("something is unsupported (see report.md)".into()));
         modules = vec![None; hosts.len()];
         site.tiers = compiled.iter().map(|c| Err(c.as_ref().err().cloned().unwrap_or_default())).collect();
         site.response_hooks = vec![true; hosts.len()];

@@ -32,11 +32,6 @@ impl Fate {
         }
     }
 
-    /// Approximated or unsupported: something answers differently from Apache.
-    pub fn inexact(&self) -> bool {
-        matches!(self, Fate::Approximated { .. } | Fate::Unsupported { .. })
-    }
-
     pub fn label(&self) -> &'static str {
         match self {
             Fate::Exact => "exact",

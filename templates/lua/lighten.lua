@@ -159,9 +159,10 @@ local function decode_path(raw)
 end
 M.decode_path = decode_path
 
--- What is not plain stays encoded for the next round's decode.
+-- The URL of an internal redirect: a space and `?` stay encoded for the next round; a
+-- `%` is decoded again there, as Apache decodes the new URL again (src/eval reencode).
 local function reencode(p)
-  return (p:gsub("[%% ?]", { ["%"] = "%25", [" "] = "%20", ["?"] = "%3f" }))
+  return (p:gsub("[ ?]", { [" "] = "%20", ["?"] = "%3f" }))
 end
 
 ---------------------------------------------------------------------------------------

@@ -159,10 +159,11 @@ local function decode_path(raw)
   return p
 end
 
--- What is not plain stays encoded for the next round's decode.
+-- The URL of an internal redirect: a space and `?` stay encoded for the next round; a
+-- `%` is decoded again there, as Apache decodes the new URL again (src/eval reencode).
 local function reencode(p)
-  if not find(p, "[%% ?]") then return p end
-  return (p:gsub("[%% ?]", { ["%"] = "%25", [" "] = "%20", ["?"] = "%3f" }))
+  if not find(p, "[ ?]") then return p end
+  return (p:gsub("[ ?]", { [" "] = "%20", ["?"] = "%3f" }))
 end
 
 ---------------------------------------------------------------------------------------
@@ -386,16 +387,20 @@ M.EMPTY = {}
 -- A regex that ran into PCRE2's limits (or that this PCRE2 refuses): the rule fails
 -- closed with 403.
 function M.fail(cx)
+  print("lighten: " .. tostring(cx.target) .. " refused (fails closed): a rewrite pattern reached PCRE2's match limit")
   cx.status = 403
   return "status"
 end
 
--- Whether a <Files> regex matches; its limits reached mean it does (the stricter side:
--- the section's settings apply).
+-- Whether a <Files> regex matches.  When PCRE2 gives up (its limits), the request stops
+-- with an error, which mod_magnet answers with 500: neither the section's settings (it may
+-- grant) nor their absence (it may deny) would be safe to assume.
 local re_test
 function M.matches(prog, s)
   re_test = re_test or require("lighten_re").test
-  return re_test(prog, s) ~= false
+  local m, why = re_test(prog, s)
+  if m == nil then error("lighten: a <Files> pattern could not be matched against " .. s .. ": " .. tostring(why)) end
+  return m
 end
 
 -- A record that is `base` with the fields of `changes` (false for a field `base` has
@@ -498,6 +503,24 @@ function M.split_query(cx, new, how, unsafe)
     cx.args = a
   end
   return new
+end
+
+-- The Vary of a rule without [OR] that applied: those of the headers its conditions read
+-- that the request has.
+function M.vary_list(cx, names)
+  local h = cx.headers
+  local pv
+  for i = 1, #names do
+    local v = h[names[i]]
+    if v ~= nil and v ~= "" then
+      pv = pv or {}
+      pv[#pv + 1] = names[i]
+    end
+  end
+  if pv then
+    cx.pv = pv
+    M.add_vary(cx)
+  end
 end
 
 -- The rule's Vary: the headers its conditions read, once each (case-insensitively).
@@ -755,9 +778,13 @@ local function round(cx, uri, args)
           end
         end
         if final then return serve_after_end(cx, url, cx.args) end
-        pending, pending_args = reencode(url), cx.args
-        local q = find(pending, "?", 1, true)
-        if q then pending, pending_args = sub(pending, 1, q - 1), sub(pending, q + 1) end
+        local target = cx.args and (url .. "?" .. cx.args) or url
+        local q = find(target, "?", 1, true)
+        if q then
+          pending, pending_args = reencode(sub(target, 1, q - 1)), sub(target, q + 1)
+        else
+          pending = reencode(target)
+        end
       end
     end
   end

@@ -144,7 +144,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
         anchors.push(a);
     }
 
-    let mut w = Writer::new(site);
+    let mut w = Writer::new(site, &docroot);
     let loaded = |m: &str| model.modules.iter().any(|x| x.id == m);
     // Records, by anchor and <Files> mask.
     let mut anchor_records: Vec<Vec<String>> = vec![Vec::new(); anchors.len()];
@@ -203,13 +203,10 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
         let is_root = a.dir == docroot;
         let indent = if is_root { "  " } else { "    " };
         if !is_root {
-            let _ = writeln!(
-                f,
-                "  if dir == {0} or sub(dir, 1, {1}) == {2} then",
-                lua::string(&a.dir),
-                a.dir.len() + 1,
-                lua::string(&format!("{}/", a.dir))
-            );
+            // The folder and its prefix, relative to the document root.
+            let rel = lua::string(&a.dir[docroot.len()..]);
+            let k = w.constant(&format!("{{ DOCROOT .. {rel}, DOCROOT .. {rel} .. \"/\" }}"), "S");
+            let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
         }
         if a.files.is_empty() || names.iter().all(|n| *n == names[0]) {
             let _ = writeln!(f, "{indent}return {}", names[0]);
@@ -222,8 +219,8 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
                 let _ = writeln!(f, "{indent}if {test} then m = m + {} end", 1 << k);
             }
             let list: Vec<&str> = names.iter().map(String::as_str).collect();
-            let c = format!("C{}", w.masks.len() + 1);
-            w.masks.push(format!("local {c} = {{ {} }}\n", list.join(", ")));
+            let c = format!("C[{}]", w.masks.len() + 1);
+            w.masks.push(format!("{c} = {{ {} }}\n", list.join(", ")));
             let _ = writeln!(f, "{indent}return {c}[m]");
         }
         if !is_root {
@@ -263,10 +260,14 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
     out.push_str("local byte, sub, find, lower = string.byte, string.sub, string.find, string.lower\n");
     out.push_str("local _ = byte, sub, find, lower, header, header_nv, var, test_file\n\n");
     let _ = writeln!(out, "local DOCROOT = {}\n", lua::string(&docroot));
+    out.push_str("-- R: regular expressions, S: byte sets and constants, F: functions, D: the\n");
+    out.push_str("-- per-folder records, C: the records of a folder by <Files> mask.\n");
+    out.push_str("local R, S, F, D, C = {}, {}, {}, {}, {}\n");
+    out.push_str("local _ = R, S, F, D, C\n\n");
     if !w.regexes.is_empty() {
         out.push_str("-- Regular expressions, matched by PCRE2 with Apache's options (lighten_re).\n");
         for (n, (pattern, prog)) in w.regexes.iter().enumerate() {
-            let _ = writeln!(out, "local R{} = {prog} -- {}", n + 1, comment(pattern));
+            let _ = writeln!(out, "R[{}] = {prog} -- {}", n + 1, comment(pattern));
         }
         out.push('\n');
     }
@@ -473,6 +474,7 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
 /// The text of the module being written.
 struct Writer<'s, 'a> {
     site: &'s Site<'a>,
+    docroot: String,
     regexes: Vec<(String, String)>,
     re_index: BTreeMap<(String, bool), usize>,
     uses_re: bool,
@@ -491,9 +493,10 @@ struct Writer<'s, 'a> {
 }
 
 impl<'s, 'a> Writer<'s, 'a> {
-    fn new(site: &'s Site<'a>) -> Self {
+    fn new(site: &'s Site<'a>, docroot: &str) -> Self {
         Writer {
             site,
+            docroot: docroot.to_string(),
             regexes: Vec::new(),
             re_index: BTreeMap::new(),
             uses_re: false,
@@ -515,14 +518,14 @@ impl<'s, 'a> Writer<'s, 'a> {
         self.uses_re = true;
         let key = (pattern.to_string(), caseless);
         if let Some(n) = self.re_index.get(&key) {
-            return Ok(format!("R{n}"));
+            return Ok(format!("R[{n}]"));
         }
         let c = crate::luare::compile_with(pattern, &crate::luare::Options::apache(caseless))
             .map_err(|u| format!("the regex {pattern:?}: {}", u.reason))?;
         self.regexes.push((pattern.to_string(), c.program));
         let n = self.regexes.len();
         self.re_index.insert(key, n);
-        Ok(format!("R{n}"))
+        Ok(format!("R[{n}]"))
     }
 
     /// A boolean Lua expression: whether `pattern` matches `subject` (an expression), or
@@ -543,13 +546,13 @@ impl<'s, 'a> Writer<'s, 'a> {
             Fast::LastIn(set) => {
                 self.uses_re = true;
                 let n = self.set(&set, pattern);
-                format!("SET{n}[byte({subject}, -1) or -1] == true")
+                format!("S[{n}][byte({subject}, -1) or -1] == true")
             }
             Fast::FirstRun { set, min: 1 } => {
                 // Sets come folded from the parser: no lower() needed.
                 self.uses_re = true;
                 let n = self.set(&set, pattern);
-                format!("SET{n}[byte({subject}, 1) or -1] == true")
+                format!("S[{n}][byte({subject}, 1) or -1] == true")
             }
             Fast::AnyWhole { alts, ci, .. } => {
                 let s = if ci { format!("lower({subject})") } else { subject.to_string() };
@@ -561,6 +564,18 @@ impl<'s, 'a> Writer<'s, 'a> {
         })
     }
 
+    /// A module-level constant (`VARY1 = { "Cookie" }`), written once per text.
+    fn constant(&mut self, text: &str, prefix: &str) -> String {
+        if let Some(k) =
+            self.sets.iter().position(|x| x.starts_with(prefix) && x.ends_with(&format!(" = {text}\n")))
+        {
+            return self.sets[k].split(' ').next().unwrap_or_default().to_string();
+        }
+        let n = format!("{prefix}[{}]", self.sets.len() + 1);
+        self.sets.push(format!("{n} = {text}\n"));
+        n
+    }
+
     /// `SET<n>` for a byte set (a table byte -> true, made when the module loads).
     fn set(&mut self, set: &crate::luare::ByteSet, pattern: &str) -> usize {
         let hex = set.to_hex();
@@ -568,7 +583,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             Some(k) => k + 1,
             None => {
                 self.sets.push(format!(
-                    "local SET{} = re.byteset(\"{hex}\") -- {}\n",
+                    "S[{}] = re.byteset(\"{hex}\") -- {}\n",
                     self.sets.len() + 1,
                     comment(pattern)
                 ));
@@ -615,7 +630,16 @@ impl<'s, 'a> Writer<'s, 'a> {
         {
             let name = self.rule_set(&rw.rules)?;
             t.set("rules", lua::Value::Raw(name));
-            t.set("perdir", rw.directory.as_str());
+            // Relative to the document root where it is under it (readable, and the same
+            // text wherever the site lives).
+            match rw.directory.strip_prefix(self.docroot.as_str()) {
+                Some(rel) if rel.starts_with('/') => {
+                    t.set("perdir", lua::Value::Raw(format!("DOCROOT .. {}", lua::string(rel))));
+                }
+                _ => {
+                    t.set("perdir", rw.directory.as_str());
+                }
+            }
             t.set("base", rw.base.map(str::to_string));
             t.set("symlinks", m.options & (merge::opt::SYM_LINKS | merge::opt::SYM_OWNER) != 0);
             if rules::noop_for_files(&rw.rules) {
@@ -727,10 +751,10 @@ impl<'s, 'a> Writer<'s, 'a> {
         if let Some(n) = self.record_names.get(&body) {
             return Ok(n.clone());
         }
-        let n = format!("D{}", self.record_names.len() + 1);
+        let n = format!("D[{}]", self.record_names.len() + 1);
         // Written as the changes to a record of the same folder (or the document
         // root's) when that is shorter.
-        let mut text = format!("local {n} = {body}\n");
+        let mut text = format!("{n} = {body}\n");
         if let (Some((bn, bt)), lua::Value::Table(fields)) = (base, &t)
             && let lua::Value::Table(bfields) = bt
         {
@@ -749,7 +773,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                     changes.set(bk, lua::Value::Bool(false));
                 }
             }
-            let ext = format!("local {n} = core.extend({bn}, {})\n", changes.render(0));
+            let ext = format!("{n} = core.extend({bn}, {})\n", changes.render(0));
             if ext.len() < text.len() {
                 text = ext;
             }
@@ -766,7 +790,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         if let Some(n) = self.rule_sets.get(&key) {
             return Ok(n.clone());
         }
-        let n = format!("rules_{}", self.rule_sets.len() + 1);
+        let n = format!("F.rules_{}", self.rule_sets.len() + 1);
         let body = rules::function(self, &n, list)?;
         self.functions.push(body);
         self.rule_sets.insert(key, n.clone());
@@ -826,9 +850,9 @@ impl<'s, 'a> Writer<'s, 'a> {
         if let Some(n) = self.header_sets.get(&body) {
             return Ok(n.clone());
         }
-        let n = format!("setenvif_{}", self.header_sets.len() + 1);
+        let n = format!("F.setenvif_{}", self.header_sets.len() + 1);
         self.functions.push(format!(
-            "-- mod_setenvif, in merge order, for each round of the request.\nlocal function {n}(cx)\n  local s, m\n  local _ = s, m\n{body}end\n"
+            "-- mod_setenvif, in merge order, for each round of the request.\nfunction {n}(cx)\n  local s, m\n  local _ = s, m\n{body}end\n"
         ));
         self.header_sets.insert(body, n.clone());
         Ok(n)
@@ -867,9 +891,9 @@ impl<'s, 'a> Writer<'s, 'a> {
         if let Some(n) = self.header_sets.get(&body) {
             return n.clone();
         }
-        let n = format!("headers_{}", self.header_sets.len() + 1);
+        let n = format!("F.headers_{}", self.header_sets.len() + 1);
         self.functions.push(format!(
-            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nlocal function {n}(rh, status)\n{body}end\n"
+            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nfunction {n}(rh, status)\n{body}end\n"
         ));
         self.header_sets.insert(body, n.clone());
         n

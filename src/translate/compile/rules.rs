@@ -102,6 +102,38 @@ fn noop(r: &RewriteRule) -> bool {
         })
 }
 
+/// `header(cx, "Name")` calls as direct lookups in `H` (the request's headers), with the
+/// names in the order they are read, each once.
+fn inline_headers(code: &str) -> (String, Vec<String>) {
+    const CALL: &str = "header(cx, ";
+    let mut out = String::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut rest = code;
+    while let Some(k) = rest.find(CALL) {
+        let preceded = rest[..k].chars().last().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        let after = &rest[k + CALL.len()..];
+        match (preceded, after.find(')')) {
+            (false, Some(end)) => {
+                let lit = &after[..end];
+                out.push_str(&rest[..k]);
+                let _ = write!(out, "(H[{lit}] or \"\")");
+                if !names.iter().any(|n| n.eq_ignore_ascii_case(lit)) {
+                    names.push(lit.to_string());
+                }
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..k + CALL.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    // The literals back to names.
+    let names = names.into_iter().map(|l| l.trim_matches('"').to_string()).collect();
+    (out, names)
+}
+
 /// A piece of an expansion.
 enum Piece {
     Lit(Vec<u8>),
@@ -406,11 +438,12 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
     let _ =
         writeln!(out, "-- The rewrite rules in force from {first}: one test after another, as mod_rewrite");
     out.push_str("-- runs them on the path relative to the folder (`perdir`).\n");
-    let _ = writeln!(out, "local function {name}(cx, perdir)");
+    let _ = writeln!(out, "function {name}(cx, perdir)");
     out.push_str("  local action, code\n");
     out.push_str("  local subject = core.subject(cx, perdir)\n");
+    out.push_str("  local H = cx.headers\n");
     out.push_str("  local rc, cc, m, s, ok\n");
-    out.push_str("  local _ = rc, cc, m, s, ok\n");
+    out.push_str("  local _ = H, rc, cc, m, s, ok\n");
     for (k, r) in list.iter().enumerate() {
         let next = format!("rule_{}", k + 2);
         let _ = writeln!(out, "\n  -- {}\n  -- {}", rule_text(r), w.site.at(r.at));
@@ -459,9 +492,13 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             !c.flags.contains(&CondFlag::NoVary)
                 && template(&c.test, true).is_ok_and(|(e, _, _)| e.contains("header(cx"))
         });
-        if reads_headers {
+        // Without [OR] every condition has run when the rule applies: the headers they
+        // read are looked up directly, and those the request has go to Vary then.
+        let inline = reads_headers && !r.conditions.iter().any(|c| c.ornext());
+        if reads_headers && !inline {
             out.push_str("    cx.pv = nil\n");
         }
+        let mut conds = String::new();
         // The conditions, [OR] chains as one test.
         let mut i = 0;
         while i < r.conditions.len() {
@@ -470,20 +507,29 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                 chain.push(&r.conditions[i + chain.len()]);
             }
             for (j, c) in chain.iter().enumerate() {
-                let _ = writeln!(out, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
+                let _ = writeln!(conds, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
                 if j == 0 {
-                    out.push_str(&condition(w, c, cond_groups, whole, "    ")?);
+                    conds.push_str(&condition(w, c, cond_groups, whole, "    ")?);
                 } else {
-                    out.push_str("    if not ok then\n");
-                    out.push_str(&condition(w, c, cond_groups, whole, "      ")?);
-                    out.push_str("    end\n");
+                    conds.push_str("    if not ok then\n");
+                    conds.push_str(&condition(w, c, cond_groups, whole, "      ")?);
+                    conds.push_str("    end\n");
                 }
             }
-            let _ = writeln!(out, "    if not ok then goto {next} end");
+            let _ = writeln!(conds, "    if not ok then goto {next} end");
             i += chain.len();
         }
-        if reads_headers {
-            out.push_str("    core.add_vary(cx)\n");
+        if inline {
+            let (text, names) = inline_headers(&conds);
+            out.push_str(&text);
+            let list: Vec<String> = names.iter().map(|n| lua::string(n)).collect();
+            let v = w.constant(&format!("{{ {} }}", list.join(", ")), "S");
+            let _ = writeln!(out, "    core.vary_list(cx, {v})");
+        } else {
+            out.push_str(&conds);
+            if reads_headers {
+                out.push_str("    core.add_vary(cx)\n");
+            }
         }
         // [E=VAR:VAL] and [T=type], expanded whether or not there is a substitution.
         for f in &r.flags {
