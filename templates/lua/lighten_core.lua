@@ -853,7 +853,7 @@ end
 -- The Content-Type Apache's mod_mime gives a file: ForceType, else the type of the last
 -- extension that has one (per-directory AddType over TypesConfig), with a charset from
 -- AddCharset or AddDefaultCharset for text/plain and text/html; and its encoding.
-local function content_type(site, dc, path, forced)
+local function content_type_of(site, dc, path, forced)
   local t = forced or dc.force_type
   local enc, charset
   local types, encodings, charsets = dc.types, dc.encodings, dc.charsets
@@ -881,6 +881,22 @@ local function content_type(site, dc, path, forced)
       t = t .. "; charset=" .. cs
     end
   end
+  return t, enc
+end
+
+-- The same, remembered per path and configuration when no [T=] forces a type.
+local function content_type(site, dc, path, forced)
+  if forced then return content_type_of(site, dc, path, forced) end
+  local memo = site.ctypes
+  if not memo or memo.n >= MEMO_LIMIT then
+    memo = { n = 0 }
+    site.ctypes = memo
+  end
+  local e = memo[path]
+  if e and e[3] == dc then return e[1], e[2] end
+  local t, enc = content_type_of(site, dc, path, nil)
+  memo[path] = { t, enc, dc }
+  memo.n = memo.n + 1
   return t, enc
 end
 
@@ -940,40 +956,68 @@ local function finish(r, site, dc, status, mtime, len, nogzip)
 end
 
 -- Entry for magnet.attract-physical-path-to: `site` is the compiled module.
+-- The static file a request names, when the whole of `run` would come to serving it as
+-- it is: a path with nothing to decode or normalise and no query, naming an existing
+-- regular file whose configuration denies nothing, sets no variable and has no rule that
+-- could change it (files_pass), not handled by PHP. Else nil, and `run` decides.
+local function plain_file(l, site, target, method)
+  if method == "TRACE" or site.early_env or #target > 256 or byte(target, -1) == 47
+    or find(target, "[%%?#]") or find(target, "//", 1, true) or find(target, "/.", 1, true) then
+    return nil
+  end
+  local path = site.docroot .. target
+  local st = l.c.stat(path)
+  if not (st and st.is_file) then return nil end
+  local dc = config_for(site, path, "file")
+  if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
+    or handler(dc, path) == "php" then
+    return nil
+  end
+  return path, dc
+end
+
+-- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires give
+-- it (the environment is nobody's to read but mod_deflate's no-gzip).
+local function send_file(l, site, dc, path, uri, forced, nogzip)
+  local r = l.r
+  local st = l.c.stat(path)
+  if not st then return 404 end
+  local ctype, enc = content_type(site, dc, path, forced)
+  local attr = r.req_attr
+  attr["physical.path"] = path
+  attr["uri.path"] = uri
+  local rh = r.resp_header
+  if ctype then rh["Content-Type"] = ctype end
+  if enc then rh["Content-Encoding"] = enc end
+  if dc.etag_none then rh["ETag"] = "" end
+  local status = st["http-response-send-file"]
+  if site.finish then
+    finish(r, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, nogzip)
+    r.req_env["lighten.done"] = "1"
+  end
+  return status
+end
+
 function M.physical(l, site)
   lighty = l
   local r = l.r
   local attr = r.req_attr
   local method = attr["request.method"]
+  local target = attr["request.orig-uri"] or attr["request.uri"]
+  local path, pdc = plain_file(l, site, target, method)
+  if path then return send_file(l, site, pdc, path, target, nil, nil) end
   local cx = {
     site = site, https = attr["uri.scheme"] == "https", method = method, orig_method = method,
-    target = attr["request.orig-uri"] or attr["request.uri"], headers = r.req_header,
+    target = target, headers = r.req_header,
     remote = attr["request.remote-addr"] or "", server_addr = attr["request.server-addr"] or "127.0.0.1",
   }
   local status = run(cx)
   if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end
-  -- the environment for the backend (E=, REDIRECT_*)
   local served = status == 200 and cx.served
   if served == "file" then
-    -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires
-    -- give it (the environment is nobody's to read).
-    local path, dc = cx.path, cx.dc
-    local st = l.c.stat(path)
-    if not st then return 404 end
-    local ctype, enc = content_type(site, dc, path, cx.forced_type)
-    attr["physical.path"] = path
-    attr["uri.path"] = cx.uri
-    local rh = r.resp_header
-    if ctype then rh["Content-Type"] = ctype end
-    if enc then rh["Content-Encoding"] = enc end
-    if dc.etag_none then rh["ETag"] = "" end
-    status = st["http-response-send-file"]
-    if site.finish then
-      finish(r, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, cx.env and cx.env["no-gzip"])
-      r.req_env["lighten.done"] = "1"
-    end
-    return status
+    return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"])
   end
+  -- the environment for the backend (E=, REDIRECT_*)
   if cx.env then
     local env = r.req_env
     for k, v in pairs(cx.env) do env[k] = v end
