@@ -387,7 +387,7 @@ M.EMPTY = {}
 -- A regex that ran into PCRE2's limits (or that this PCRE2 refuses): the rule fails
 -- closed with 403.
 function M.fail(cx)
-  print("lighten: " .. tostring(cx.target) .. " refused (fails closed): a rewrite pattern reached PCRE2's match limit")
+  print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): a rewrite pattern reached PCRE2's match limit")
   cx.status = 403
   return "status"
 end
@@ -909,6 +909,9 @@ local function http_date(at)
   return last_date
 end
 
+-- Vary values as fixup_vary() leaves them, remembered (a site sends a few).
+local varies, nvaries = {}, 0
+
 -- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
 -- configuration `dc`; `mtime` and `len` of the file that answered when known.
 local function finish(r, site, dc, status, mtime, len, nogzip)
@@ -944,14 +947,20 @@ local function finish(r, site, dc, status, mtime, len, nogzip)
   -- Apache's fixup_vary(): one Vary, tokens once each (case-insensitively).
   local vary = rh["Vary"]
   if vary and find(vary, "[, \t]") then
-    local seen, out = {}, {}
-    for tok in vary:gmatch("[^,%s]+") do
-      if not seen[lower(tok)] then
-        seen[lower(tok)] = true
-        out[#out + 1] = tok
+    local fixed = varies[vary]
+    if not fixed then
+      local seen, out = {}, {}
+      for tok in vary:gmatch("[^,%s]+") do
+        if not seen[lower(tok)] then
+          seen[lower(tok)] = true
+          out[#out + 1] = tok
+        end
       end
+      fixed = table.concat(out, ",")
+      if nvaries >= 256 then varies, nvaries = {}, 0 end
+      varies[vary], nvaries = fixed, nvaries + 1
     end
-    rh["Vary"] = table.concat(out, ",")
+    rh["Vary"] = fixed
   end
 end
 
@@ -1039,7 +1048,7 @@ function M.physical(l, site)
     -- answers 403 behind Apache too).
     local ext = last_ext(script)
     if not (ext and site.php_exts[ext]) then
-      print("lighten: " .. tostring(cx.target) .. " refused (fails closed): " .. script
+      print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): " .. script
         .. " is PHP for Apache, but lighttpd's fastcgi.server does not take its extension")
       return 403
     end
