@@ -188,7 +188,9 @@ pub fn build<'m>(
     }
     // <Files> by the file's name: the server's and vhost's, then those inside applied
     // directory sections and .htaccess files.
-    let base = t.filename.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    // The name after the last slash, as Apache's file walk takes it: a folder asked for
+    // with its trailing slash is matched with the empty name.
+    let base = t.filename.rsplit('/').next().unwrap_or("");
     let mut files: Vec<&Scope> = Vec::new();
     for top in std::iter::once(server).chain(vscope) {
         files.extend(
@@ -300,7 +302,10 @@ pub fn regex_search(re: &str, subject: &str) -> bool {
 fn files_match(s: &Scope, base: &str) -> bool {
     match &s.matcher {
         Some(Matcher::Regex(re)) => regex_search(re, base),
-        Some(Matcher::Path(p)) => glob::Pattern::new(p).map(|g| g.matches(base)).unwrap_or(p == base),
+        // apr_fnmatch(), as Apache's file walk uses it for a name with wildcards (a
+        // backslash escapes the next character); a plain name compares as it is.
+        Some(Matcher::Path(p)) if p.contains(['*', '?', '[']) => crate::expr::fnmatch(p, base, false, false),
+        Some(Matcher::Path(p)) => p == base,
         _ => false,
     }
 }

@@ -141,7 +141,7 @@ pub(super) fn atoi64(s: &str) -> i64 {
 /// `apr_fnmatch(pattern, string, flags)`: `*`, `?`, `[...]` (with `!` or `^` to negate,
 /// ranges, `]` first taken literally) and backslash escapes. With `pathname` no wildcard
 /// matches `/`; with `casefold` ASCII case is ignored.
-pub(super) fn fnmatch(pattern: &str, string: &str, pathname: bool, casefold: bool) -> bool {
+pub fn fnmatch(pattern: &str, string: &str, pathname: bool, casefold: bool) -> bool {
     let fold = |c: u8| if casefold { c.to_ascii_lowercase() } else { c };
     let p = pattern.as_bytes();
     let s = string.as_bytes();

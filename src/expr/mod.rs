@@ -61,6 +61,7 @@
 
 mod ast;
 mod builtin;
+pub use builtin::fnmatch;
 mod eval;
 mod parse;
 mod subnet;

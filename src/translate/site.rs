@@ -878,6 +878,16 @@ pub fn glob_to_regex(glob: &str, slash: bool) -> String {
                 }
                 out.push(']');
             }
+            // apr_fnmatch: a backslash takes the next character literally.
+            '\\' if chars.peek().is_some() => {
+                let d = chars.next().unwrap_or('\\');
+                if d.is_ascii_alphanumeric() || d == '/' || d == '_' || d == '-' {
+                    out.push(d);
+                } else {
+                    out.push('\\');
+                    out.push(d);
+                }
+            }
             c if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' => out.push(c),
             c => {
                 out.push('\\');

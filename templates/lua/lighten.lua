@@ -804,7 +804,9 @@ function Ctx:merge_dir_config(filename, is_dir, uri)
       end
     end
   end
-  local base = basename(filename)
+  -- The name after the last slash, as Apache's file walk takes it ("" for a folder
+  -- asked for with its trailing slash).
+  local base = filename:match("[^/]*$")
   local files = {}
   for _, top in ipairs({ site.server, v.scope }) do
     for _, c in ipairs(top.children or {}) do

@@ -657,7 +657,11 @@ local function config_for(site, fname, kind)
   end
   local dc = memo[fname]
   if dc then return dc end
-  dc = dirconf(site, kind == "dir" and trim_end_slashes(fname) or parent(fname), basename(fname))
+  -- <Files> see the name after the last slash, as Apache's file walk takes it: "" for
+  -- a folder asked for with its trailing slash.
+  local name = basename(fname)
+  if kind == "dir" and byte(fname, -1) == 47 then name = "" end
+  dc = dirconf(site, kind == "dir" and trim_end_slashes(fname) or parent(fname), name)
   memo[fname] = dc
   memo.n = memo.n + 1
   return dc
