@@ -34,7 +34,20 @@ pub struct Client<'a> {
 pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
     let legacy = dc.legacy.map(|l| legacy_allows(l, c));
     let satisfy_any = dc.legacy.and_then(|l| l.satisfy.as_ref()).is_some_and(|s| s.value == Satisfy::Any);
-    let authz = if dc.authz_set { eval_any(&dc.authz, c) } else { Decision::Granted };
+    let authz = if dc.authz_set {
+        // With AuthMerging And every level in force must grant: as <RequireAll>.
+        let mut d = eval_any(&dc.authz, c);
+        for prev in &dc.authz_and {
+            d = match (d, eval_any(prev, c)) {
+                (Decision::Denied, _) | (_, Decision::Denied) => Decision::Denied,
+                (Decision::NeedsUser, _) | (_, Decision::NeedsUser) => Decision::NeedsUser,
+                _ => Decision::Granted,
+            };
+        }
+        d
+    } else {
+        Decision::Granted
+    };
     let needs_user = |why: &str| -> (Option<u16>, String) {
         if dc.auth_type.is_some() {
             (Some(401), format!("{why}: authentication required (401)"))

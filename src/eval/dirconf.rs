@@ -55,6 +55,8 @@ pub struct DirConfig<'m> {
     pub rewrite: Option<RewriteDir<'m>>,
     pub authz: Vec<&'m Authz>,
     pub authz_set: bool,
+    /// Require lists of enclosing sections that must grant too (`AuthMerging And`).
+    pub authz_and: Vec<Vec<&'m Authz>>,
     pub legacy: Option<&'m AccessConfig>,
     pub auth_type: Option<&'m str>,
     pub options: u8,
@@ -82,6 +84,7 @@ impl Default for DirConfig<'_> {
             rewrite: None,
             authz: Vec::new(),
             authz_set: false,
+            authz_and: Vec::new(),
             legacy: None,
             auth_type: None,
             // Apache 2.4's default is `Options FollowSymlinks`.
@@ -352,6 +355,15 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     }
     let a = st.access();
     if !a.require.is_empty() {
+        // AuthMerging And: what was in force must grant as well. (Or is taken as Off: the
+        // new rules alone, stricter than either-grants.)
+        let and = a.auth_merging.as_ref().is_some_and(|m| m.value.eq_ignore_ascii_case("and"));
+        if and && dc.authz_set {
+            let prev = std::mem::take(&mut dc.authz);
+            dc.authz_and.push(prev);
+        } else if !and {
+            dc.authz_and.clear();
+        }
         dc.authz = a.require.iter().collect();
         dc.authz_set = true;
     }

@@ -512,6 +512,9 @@ impl Site<'_> {
             }
             t.set("legacy", l);
         }
+        if a.auth_merging.as_ref().is_some_and(|m| m.value.eq_ignore_ascii_case("and")) {
+            t.set("merging_and", true);
+        }
         t.set("auth_type", a.auth_type.as_ref().map(|x| x.value.clone()));
         t.set("auth_name", a.auth_name.as_ref().map(|x| x.value.clone()));
         // The password file as lighttpd.conf names it: lighten.lua accepts a user only when

@@ -576,7 +576,19 @@ local function apply(dc, s, dir, t)
   end
   local a = st.access
   if a then
-    if a.require then dc.authz = a.require end
+    if a.require then
+      -- AuthMerging And: what was in force must grant as well (Or is taken as Off).
+      if a.merging_and and dc.authz then
+        local prev = dc.authz_and or {}
+        local list = {}
+        for _, x in ipairs(prev) do list[#list + 1] = x end
+        list[#list + 1] = dc.authz
+        dc.authz_and = list
+      elseif not a.merging_and then
+        dc.authz_and = nil
+      end
+      dc.authz = a.require
+    end
     if a.legacy then dc.legacy = a.legacy end
     if a.auth_type then dc.auth_type = a.auth_type end
     if a.auth_name then dc.auth_name = a.auth_name end
@@ -936,14 +948,24 @@ function Ctx:access(dc)
   local any = dc.legacy and dc.legacy.satisfy == "any"
   if legacy == true and any then return nil end
   if legacy == false and not any then return 403 end
+  local function any_of(list)
+    local results = {}
+    for _, a in ipairs(list) do results[#results + 1] = authz_eval(a, self) end
+    local r = DENIED
+    for _, x in ipairs(results) do if x == GRANTED then r = GRANTED end end
+    if r ~= GRANTED then
+      for _, x in ipairs(results) do if x == NEEDS_USER then r = NEEDS_USER end end
+    end
+    return r
+  end
   local d = GRANTED
   if dc.authz then
-    local results = {}
-    for _, a in ipairs(dc.authz) do results[#results + 1] = authz_eval(a, self) end
-    d = DENIED
-    for _, r in ipairs(results) do if r == GRANTED then d = GRANTED end end
-    if d ~= GRANTED then
-      for _, r in ipairs(results) do if r == NEEDS_USER then d = NEEDS_USER end end
+    d = any_of(dc.authz)
+    -- AuthMerging And: every level in force must grant, as <RequireAll>.
+    for _, prev in ipairs(dc.authz_and or {}) do
+      local p = any_of(prev)
+      if d == DENIED or p == DENIED then d = DENIED
+      elseif d == NEEDS_USER or p == NEEDS_USER then d = NEEDS_USER end
     end
   end
   if d == GRANTED then return nil end

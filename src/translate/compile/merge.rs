@@ -19,6 +19,8 @@ pub use crate::eval::dirconf::RewriteDir as Rewrite;
 pub struct Merged<'m> {
     pub rewrite: Option<Rewrite<'m>>,
     pub authz: Option<&'m [Authz]>,
+    /// Require lists of enclosing sections that must grant too (`AuthMerging And`).
+    pub authz_and: Vec<&'m [Authz]>,
     pub legacy: Option<&'m AccessConfig>,
     pub options: u8,
     pub index: Option<&'m [String]>,
@@ -47,6 +49,7 @@ impl Default for Merged<'_> {
         Merged {
             rewrite: None,
             authz: None,
+            authz_and: Vec::new(),
             legacy: None,
             options: opt::SYM_LINKS,
             index: None,
@@ -101,6 +104,13 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     }
     let a = st.access();
     if !a.require.is_empty() {
+        // AuthMerging And: what was in force must grant as well (Or is taken as Off).
+        let and = a.auth_merging.as_ref().is_some_and(|x| x.value.eq_ignore_ascii_case("and"));
+        match m.authz {
+            Some(prev) if and => m.authz_and.push(prev),
+            _ if !and => m.authz_and.clear(),
+            _ => {}
+        }
         m.authz = Some(&a.require);
     }
     if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
@@ -262,8 +272,9 @@ impl Merged<'_> {
             Some((false, false)) => return Some(403),
             _ => {}
         }
+        let grants = |list: &[Authz]| list.iter().any(|z| static_authz(z) == Some(true));
         match self.authz {
-            Some(list) if !list.iter().any(|z| static_authz(z) == Some(true)) => Some(403),
+            Some(list) if !grants(list) || !self.authz_and.iter().all(|p| grants(p)) => Some(403),
             _ => None,
         }
     }
