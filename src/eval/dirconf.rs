@@ -26,7 +26,8 @@ pub mod opt {
     pub const ALL: u8 = INDEXES | INCLUDES | SYM_LINKS | EXECCGI;
 }
 
-fn option_bit(name: &str) -> u8 {
+/// The bit of one `Options` name (0 for a name without one here).
+pub fn option_bit(name: &str) -> u8 {
     match name.to_ascii_lowercase().as_str() {
         "indexes" => opt::INDEXES,
         "includes" => opt::INCLUDES,

@@ -158,7 +158,10 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     // The compiled tier, host by host, when the whole conversion is exact (what is not
     // exact fails closed through the interpreter's data).
     let hosts = conf::hosts(model);
-    let deflate = !conf::deflate_types(model, &mut Vec::new()).is_empty();
+    let shared = compile::Shared {
+        php_exts: conf::php_extensions(model),
+        deflate: conf::deflate_types(model, &mut Vec::new()),
+    };
     // Nothing unsupported anywhere in the report (a directive the catalogue marks
     // unsupported leaves no finding but counts): what is unsupported fails closed through
     // marks in the interpreter's data. Approximations (IndexIgnore, FileETag MTime) are
@@ -176,7 +179,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             } else if !exact {
                 Err("something is unsupported (see report.md)".into())
             } else {
-                compile::host(model, &site, *h, deflate)
+                compile::host(model, &site, *h, &shared)
             }
         })
         .collect();

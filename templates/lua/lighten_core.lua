@@ -37,7 +37,6 @@ local function trim_end_slashes(s)
   while e > 0 and byte(s, e) == 47 do e = e - 1 end
   return sub(s, 1, e)
 end
-M.trim_end_slashes = trim_end_slashes
 
 -- Everything before the last slash ("/a/b" -> "/a", "/a/b/" -> "/a/b", "/a" -> "").
 -- (A loop from the end: an unanchored string.match would try every start position.)
@@ -107,7 +106,6 @@ local function escape_path(p)
     return format("%%%02x", byte(ch))
   end))
 end
-M.escape_path = escape_path
 
 ---------------------------------------------------------------------------------------
 -- the URL-path: ap_unescape_url(), dot segments, MergeSlashes
@@ -268,14 +266,13 @@ function M.server_name(cx)
 end
 local server_name = M.server_name
 
-function M.server_port(cx)
+local function server_port(cx)
   local h = cx.headers["Host"]
   local _, port = split_host_port(h ~= "" and h or nil)
   local p = port and tonumber(port)
   if p then return p end
   return cx.https and 443 or 80
 end
-local server_port = M.server_port
 
 local function self_url(cx)
   local scheme = cx.https and "https" or "http"
@@ -283,7 +280,6 @@ local function self_url(cx)
   if port == (cx.https and 443 or 80) then return scheme .. "://" .. server_name(cx) end
   return scheme .. "://" .. server_name(cx) .. ":" .. port
 end
-M.self_url = self_url
 
 local TIME = {
   TIME_YEAR = "%Y", TIME_MON = "%m", TIME_DAY = "%d", TIME_HOUR = "%H", TIME_MIN = "%M",
@@ -371,7 +367,6 @@ local function is_absolute_uri(s)
   if slashes == nil then return false end
   return not slashes or (byte(s, c + 1) == 47 and byte(s, c + 2) == 47)
 end
-M.is_absolute_uri = is_absolute_uri
 
 local function scheme_of(s)
   local c = find(s, ":", 1, true)

@@ -12,6 +12,7 @@ use crate::model::{Scope, ScopeKind};
 use std::collections::BTreeMap;
 
 pub use crate::eval::dirconf::opt;
+use crate::eval::dirconf::option_bit;
 
 pub use crate::eval::dirconf::RewriteDir as Rewrite;
 
@@ -214,20 +215,6 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
 pub fn is_setenvif(r: &EnvRule) -> bool {
     let d = r.directive.to_ascii_lowercase();
     (d.starts_with("setenvif") && d != "setenvifexpr") || d == "browsermatch" || d == "browsermatchnocase"
-}
-
-fn option_bit(name: &str) -> u8 {
-    match name.to_ascii_lowercase().as_str() {
-        "indexes" => opt::INDEXES,
-        "includes" => opt::INCLUDES,
-        "includesnoexec" => opt::INCNOEXEC,
-        "followsymlinks" => opt::SYM_LINKS,
-        "symlinksifownermatch" => opt::SYM_OWNER,
-        "execcgi" => opt::EXECCGI,
-        "multiviews" => opt::MULTI,
-        "all" => opt::ALL,
-        _ => 0,
-    }
 }
 
 /// `Require all granted|denied` and containers of them, decided without a request:

@@ -48,8 +48,15 @@ struct Anchor<'m> {
     broken: bool,
 }
 
+/// What every host of a conversion shares: the extensions lighttpd's fastcgi.server takes
+/// and the types mod_deflate compresses (`conf::php_extensions`, `conf::deflate_types`).
+pub struct Shared {
+    pub php_exts: Vec<String>,
+    pub deflate: Vec<String>,
+}
+
 /// Compiles host `i` (a vhost, or the main server for `None`), or says why it cannot be.
-pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Result<Compiled, String> {
+pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Result<Compiled, String> {
     let (name, docroot, canonical) = match i {
         Some(i) => {
             let v = &model.vhosts[i];
@@ -198,20 +205,18 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
     f.push_str("-- by the deepest folder with configuration of its own and the <Files> sections\n");
     f.push_str("-- that match the name.\n");
     f.push_str("local function dirconf(dir, base)\n");
-    let mut uses_mask = false;
     for (a, names) in anchors.iter().zip(&anchor_records) {
         let is_root = a.dir == docroot;
         let indent = if is_root { "  " } else { "    " };
         if !is_root {
             // The folder and its prefix, relative to the document root.
             let rel = lua::string(&a.dir[docroot.len()..]);
-            let k = w.constant(&format!("{{ DOCROOT .. {rel}, DOCROOT .. {rel} .. \"/\" }}"), "S");
+            let k = w.constant(&format!("{{ DOCROOT .. {rel}, DOCROOT .. {rel} .. \"/\" }}"), "");
             let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
         }
         if a.files.is_empty() || names.iter().all(|n| *n == names[0]) {
             let _ = writeln!(f, "{indent}return {}", names[0]);
         } else {
-            uses_mask = true;
             let _ = writeln!(f, "{indent}local m = 1");
             for (k, s) in a.files.iter().enumerate() {
                 let test = w.files_test(s)?;
@@ -228,7 +233,6 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
         }
     }
     f.push_str("end\n");
-    let _ = uses_mask;
 
     // SetEnvIf of the server and the virtual host: once, before the first round.
     let mut early: Vec<&crate::model::env::EnvRule> = Vec::new();
@@ -236,7 +240,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
         early.extend(top.settings.env.iter().filter(|r| merge::is_setenvif(r)));
     }
     let early = if early.is_empty() { None } else { Some(w.setenvif(&early)?) };
-    let response = w.response || deflate;
+    let response = w.response || !shared.deflate.is_empty();
     let mut out = String::new();
     let what = match i {
         Some(i) => format!(
@@ -302,13 +306,13 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, deflate: bool) -> Resu
     // Whether responses get mod_expires, mod_headers or mod_deflate's Vary.
     t.set("finish", response);
     let mut exts = lua::Value::table();
-    for e in super::conf::php_extensions(model) {
-        exts.set(&e, true);
+    for e in &shared.php_exts {
+        exts.set(e, true);
     }
     t.set("php_exts", exts);
     let mut d = lua::Value::table();
-    for ty in super::conf::deflate_types(model, &mut Vec::new()) {
-        d.set(&ty, true);
+    for ty in &shared.deflate {
+        d.set(ty, true);
     }
     t.set("deflate", if d.is_empty() { lua::Value::Raw("{}".into()) } else { d });
     t.set("mime", lua::Value::Raw("require(\"lighten_mime\")".into()));
@@ -478,11 +482,13 @@ struct Writer<'s, 'a> {
     regexes: Vec<(String, String)>,
     re_index: BTreeMap<(String, bool), usize>,
     uses_re: bool,
+    /// The lines that make the constants `S[n]`, and their names by text.
     sets: Vec<String>,
+    constants: BTreeMap<String, String>,
     functions: Vec<String>,
     /// Rule-set function names by the rules' spans.
     rule_sets: BTreeMap<Vec<(u32, u32, u32)>, String>,
-    header_sets: BTreeMap<String, String>,
+    function_names: BTreeMap<String, String>,
     records: Vec<String>,
     record_names: BTreeMap<String, String>,
     record_values: BTreeMap<String, lua::Value>,
@@ -501,9 +507,10 @@ impl<'s, 'a> Writer<'s, 'a> {
             re_index: BTreeMap::new(),
             uses_re: false,
             sets: Vec::new(),
+            constants: BTreeMap::new(),
             functions: Vec::new(),
             rule_sets: BTreeMap::new(),
-            header_sets: BTreeMap::new(),
+            function_names: BTreeMap::new(),
             records: Vec::new(),
             record_names: BTreeMap::new(),
             record_values: BTreeMap::new(),
@@ -545,14 +552,14 @@ impl<'s, 'a> Writer<'s, 'a> {
             Fast::NonEmpty => format!("{subject} ~= \"\""),
             Fast::LastIn(set) => {
                 self.uses_re = true;
-                let n = self.set(&set, pattern);
-                format!("S[{n}][byte({subject}, -1) or -1] == true")
+                let k = self.constant(&format!("re.byteset(\"{}\")", set.to_hex()), pattern);
+                format!("{k}[byte({subject}, -1) or -1] == true")
             }
             Fast::FirstRun { set, min: 1 } => {
                 // Sets come folded from the parser: no lower() needed.
                 self.uses_re = true;
-                let n = self.set(&set, pattern);
-                format!("S[{n}][byte({subject}, 1) or -1] == true")
+                let k = self.constant(&format!("re.byteset(\"{}\")", set.to_hex()), pattern);
+                format!("{k}[byte({subject}, 1) or -1] == true")
             }
             Fast::AnyWhole { alts, ci, .. } => {
                 let s = if ci { format!("lower({subject})") } else { subject.to_string() };
@@ -564,32 +571,17 @@ impl<'s, 'a> Writer<'s, 'a> {
         })
     }
 
-    /// A module-level constant (`VARY1 = { "Cookie" }`), written once per text.
-    fn constant(&mut self, text: &str, prefix: &str) -> String {
-        if let Some(k) =
-            self.sets.iter().position(|x| x.starts_with(prefix) && x.ends_with(&format!(" = {text}\n")))
-        {
-            return self.sets[k].split(' ').next().unwrap_or_default().to_string();
+    /// `S[n]`: a constant made when the module loads (a byte set, a list of header
+    /// names, a folder's paths), written once per text, with a comment when it has one.
+    fn constant(&mut self, text: &str, note: &str) -> String {
+        if let Some(n) = self.constants.get(text) {
+            return n.clone();
         }
-        let n = format!("{prefix}[{}]", self.sets.len() + 1);
-        self.sets.push(format!("{n} = {text}\n"));
+        let n = format!("S[{}]", self.constants.len() + 1);
+        let note = if note.is_empty() { String::new() } else { format!(" -- {}", comment(note)) };
+        self.sets.push(format!("{n} = {text}{note}\n"));
+        self.constants.insert(text.to_string(), n.clone());
         n
-    }
-
-    /// `SET<n>` for a byte set (a table byte -> true, made when the module loads).
-    fn set(&mut self, set: &crate::luare::ByteSet, pattern: &str) -> usize {
-        let hex = set.to_hex();
-        match self.sets.iter().position(|x| x.contains(&hex)) {
-            Some(k) => k + 1,
-            None => {
-                self.sets.push(format!(
-                    "S[{}] = re.byteset(\"{hex}\") -- {}\n",
-                    self.sets.len() + 1,
-                    comment(pattern)
-                ));
-                self.sets.len()
-            }
-        }
     }
 
     /// The Lua test of a `<Files>` section against `base`.
@@ -847,21 +839,20 @@ impl<'s, 'a> Writer<'s, 'a> {
             }
             body.push_str("  end\n");
         }
-        if let Some(n) = self.header_sets.get(&body) {
+        if let Some(n) = self.function_names.get(&body) {
             return Ok(n.clone());
         }
-        let n = format!("F.setenvif_{}", self.header_sets.len() + 1);
+        let n = format!("F.setenvif_{}", self.function_names.len() + 1);
         self.functions.push(format!(
             "-- mod_setenvif, in merge order, for each round of the request.\nfunction {n}(cx)\n  local s, m\n  local _ = s, m\n{body}end\n"
         ));
-        self.header_sets.insert(body, n.clone());
+        self.function_names.insert(body, n.clone());
         Ok(n)
     }
 
     /// The function that applies a list of Header directives to a response.
     fn headers(&mut self, list: &[&crate::model::headers::HeaderRule]) -> String {
         let mut body = String::new();
-        let mut onsuccess = false;
         for h in list {
             let v = lua::string(h.value.as_deref().unwrap_or(""));
             let n = lua::string(&h.name);
@@ -874,7 +865,6 @@ impl<'s, 'a> Writer<'s, 'a> {
                 _ => format!("if (rh[{n}] or \"\") == \"\" then rh[{n}] = {v} end"),
             };
             let always = h.table == "always";
-            onsuccess |= !always;
             let cond = if always { "" } else { "if status < 300 then " };
             let end = if always { "" } else { " end" };
             let _ = writeln!(
@@ -887,15 +877,14 @@ impl<'s, 'a> Writer<'s, 'a> {
                 self.site.at(h.at)
             );
         }
-        let _ = onsuccess;
-        if let Some(n) = self.header_sets.get(&body) {
+        if let Some(n) = self.function_names.get(&body) {
             return n.clone();
         }
-        let n = format!("F.headers_{}", self.header_sets.len() + 1);
+        let n = format!("F.headers_{}", self.function_names.len() + 1);
         self.functions.push(format!(
             "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nfunction {n}(rh, status)\n{body}end\n"
         ));
-        self.header_sets.insert(body, n.clone());
+        self.function_names.insert(body, n.clone());
         n
     }
 }

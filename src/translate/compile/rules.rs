@@ -29,7 +29,7 @@ pub fn check(r: &RewriteRule) -> Result<(), String> {
         .chain(r.conditions.iter().map(|c| &c.test))
         .chain(r.flags.iter().filter_map(|f| f.value.as_ref()))
     {
-        template(t, false).map_err(|why| format!("{why} (RewriteRule {})", r.pattern))?;
+        template(t).map_err(|why| format!("{why} (RewriteRule {})", r.pattern))?;
     }
     for c in &r.conditions {
         match c.pattern.kind {
@@ -96,42 +96,7 @@ fn noop(r: &RewriteRule) -> bool {
             }),
             _ => false,
         })
-        && r.conditions.iter().all(|c| {
-            c.flags.contains(&CondFlag::NoVary)
-                || template(&c.test, true).is_ok_and(|(e, _, _)| !e.contains("header(cx"))
-        })
-}
-
-/// `header(cx, "Name")` calls as direct lookups in `H` (the request's headers), with the
-/// names in the order they are read, each once.
-fn inline_headers(code: &str) -> (String, Vec<String>) {
-    const CALL: &str = "header(cx, ";
-    let mut out = String::new();
-    let mut names: Vec<String> = Vec::new();
-    let mut rest = code;
-    while let Some(k) = rest.find(CALL) {
-        let preceded = rest[..k].chars().last().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-        let after = &rest[k + CALL.len()..];
-        match (preceded, after.find(')')) {
-            (false, Some(end)) => {
-                let lit = &after[..end];
-                out.push_str(&rest[..k]);
-                let _ = write!(out, "(H[{lit}] or \"\")");
-                if !names.iter().any(|n| n.eq_ignore_ascii_case(lit)) {
-                    names.push(lit.to_string());
-                }
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push_str(&rest[..k + CALL.len()]);
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    // The literals back to names.
-    let names = names.into_iter().map(|l| l.trim_matches('"').to_string()).collect();
-    (out, names)
+        && r.conditions.iter().all(|c| vary_headers(c).is_empty())
 }
 
 /// A piece of an expansion.
@@ -216,14 +181,58 @@ fn close(b: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// A variable's value as a Lua expression; `vary` when a condition reads it (request
-/// headers then go to Vary).
-fn var(name: &str, vary: bool) -> String {
-    // Host never goes to Vary.
-    let h = |n: &str| {
-        let vary = vary && !n.eq_ignore_ascii_case("host");
-        format!("{}(cx, {})", if vary { "header" } else { "header_nv" }, lua::string(n))
-    };
+/// How a request header is read: by a condition whose rule adds it to Vary through
+/// `cx.pv` (`Record`), by one of a rule without [OR] whose headers go to Vary together when
+/// it applies (`Direct`), or without Vary (a substitution, a flag, [NV], Host).
+#[derive(Clone, Copy, PartialEq)]
+enum Reads {
+    Record,
+    Direct,
+    Plain,
+}
+
+/// The request header a `%{NAME}` reads, if it reads one.
+fn header_of(name: &str) -> Option<&str> {
+    Some(match name {
+        "HTTP_HOST" => "Host",
+        "HTTP_USER_AGENT" => "User-Agent",
+        "HTTP_REFERER" => "Referer",
+        "HTTP_COOKIE" => "Cookie",
+        "HTTP_FORWARDED" => "Forwarded",
+        "HTTP_PROXY_CONNECTION" => "Proxy-Connection",
+        "HTTP_ACCEPT" => "Accept",
+        _ => return name.strip_prefix("HTTP:"),
+    })
+}
+
+/// The headers a condition reads that go to Vary when its rule applies: in reading order,
+/// never Host, none with [NV].
+fn vary_headers(c: &RewriteCond) -> Vec<String> {
+    if c.flags.contains(&CondFlag::NoVary) {
+        return Vec::new();
+    }
+    parse(&c.test)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Var(name) => {
+                header_of(name).filter(|h| !h.eq_ignore_ascii_case("host")).map(str::to_string)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A variable's value as a Lua expression.
+fn var(name: &str, reads: Reads) -> String {
+    if let Some(h) = header_of(name) {
+        let reads = if h.eq_ignore_ascii_case("host") { Reads::Plain } else { reads };
+        return match reads {
+            Reads::Record => format!("header(cx, {})", lua::string(h)),
+            Reads::Direct => format!("(H[{}] or \"\")", lua::string(h)),
+            Reads::Plain => format!("header_nv(cx, {})", lua::string(h)),
+        };
+    }
     match name {
         "REQUEST_URI" => "cx.uri".into(),
         "REQUEST_FILENAME" | "SCRIPT_FILENAME" => "cx.filename".into(),
@@ -232,22 +241,10 @@ fn var(name: &str, vary: bool) -> String {
         "HTTPS" => "(cx.https and \"on\" or \"off\")".into(),
         "SERVER_NAME" => "core.server_name(cx)".into(),
         "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => "DOCROOT".into(),
-        "HTTP_HOST" => h("Host"),
-        "HTTP_USER_AGENT" => h("User-Agent"),
-        "HTTP_REFERER" => h("Referer"),
-        "HTTP_COOKIE" => h("Cookie"),
-        "HTTP_FORWARDED" => h("Forwarded"),
-        "HTTP_PROXY_CONNECTION" => h("Proxy-Connection"),
-        "HTTP_ACCEPT" => h("Accept"),
-        _ => {
-            if let Some(n) = name.strip_prefix("HTTP:") {
-                h(n)
-            } else if let Some(n) = name.strip_prefix("ENV:") {
-                format!("(cx.env and cx.env[{}] or \"\")", lua::string(n))
-            } else {
-                format!("var(cx, {})", lua::string(name))
-            }
-        }
+        _ => match name.strip_prefix("ENV:") {
+            Some(n) => format!("(cx.env and cx.env[{}] or \"\")", lua::string(n)),
+            None => format!("var(cx, {})", lua::string(name)),
+        },
     }
 }
 
@@ -263,11 +260,11 @@ fn rule_group(n: u8, whole: Option<usize>) -> String {
 }
 
 /// A template as a Lua expression (a concatenation), with whether it uses `$N` / `%N`.
-fn template(s: &str, vary: bool) -> Result<(String, bool, bool), String> {
-    template_with(s, vary, None)
+fn template(s: &str) -> Result<(String, bool, bool), String> {
+    template_with(s, Reads::Plain, None)
 }
 
-fn template_with(s: &str, vary: bool, whole: Option<usize>) -> Result<(String, bool, bool), String> {
+fn template_with(s: &str, reads: Reads, whole: Option<usize>) -> Result<(String, bool, bool), String> {
     let pieces = parse(s)?;
     let (mut rc, mut cc) = (false, false);
     let parts: Vec<String> = pieces
@@ -282,7 +279,7 @@ fn template_with(s: &str, vary: bool, whole: Option<usize>) -> Result<(String, b
                 cc = true;
                 format!("(cc[{n}] or \"\")")
             }
-            Piece::Var(name) => var(name, vary),
+            Piece::Var(name) => var(name, reads),
         })
         .collect();
     let e = if parts.is_empty() { "\"\"".to_string() } else { parts.join(" .. ") };
@@ -345,10 +342,11 @@ fn condition(
     c: &RewriteCond,
     need_cc: bool,
     whole: Option<usize>,
+    reads: Reads,
     ind: &str,
 ) -> Result<String, String> {
-    let vary = !c.flags.contains(&CondFlag::NoVary);
-    let (input, _, _) = template_with(&c.test, vary, whole)?;
+    let reads = if c.flags.contains(&CondFlag::NoVary) { Reads::Plain } else { reads };
+    let (input, _, _) = template_with(&c.test, reads, whole)?;
     let neg = c.pattern.negated;
     let nocase = c.nocase();
     let op = &c.pattern.operand;
@@ -488,17 +486,25 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
         if cond_groups {
             out.push_str("    cc = core.EMPTY\n");
         }
-        let reads_headers = r.conditions.iter().any(|c| {
-            !c.flags.contains(&CondFlag::NoVary)
-                && template(&c.test, true).is_ok_and(|(e, _, _)| e.contains("header(cx"))
-        });
-        // Without [OR] every condition has run when the rule applies: the headers they
-        // read are looked up directly, and those the request has go to Vary then.
-        let inline = reads_headers && !r.conditions.iter().any(|c| c.ornext());
-        if reads_headers && !inline {
+        // The headers the conditions read go to Vary when the rule applies. Without [OR]
+        // every condition has run by then: they are looked up directly and added together;
+        // with [OR], as each is read (cx.pv).
+        let mut vary: Vec<String> = Vec::new();
+        for c in &r.conditions {
+            for h in vary_headers(c) {
+                if !vary.iter().any(|v| v.eq_ignore_ascii_case(&h)) {
+                    vary.push(h);
+                }
+            }
+        }
+        let reads = match (vary.is_empty(), r.conditions.iter().any(|c| c.ornext())) {
+            (true, _) => Reads::Plain,
+            (false, false) => Reads::Direct,
+            (false, true) => Reads::Record,
+        };
+        if reads == Reads::Record {
             out.push_str("    cx.pv = nil\n");
         }
-        let mut conds = String::new();
         // The conditions, [OR] chains as one test.
         let mut i = 0;
         while i < r.conditions.len() {
@@ -507,40 +513,37 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                 chain.push(&r.conditions[i + chain.len()]);
             }
             for (j, c) in chain.iter().enumerate() {
-                let _ = writeln!(conds, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
+                let _ = writeln!(out, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
                 if j == 0 {
-                    conds.push_str(&condition(w, c, cond_groups, whole, "    ")?);
+                    out.push_str(&condition(w, c, cond_groups, whole, reads, "    ")?);
                 } else {
-                    conds.push_str("    if not ok then\n");
-                    conds.push_str(&condition(w, c, cond_groups, whole, "      ")?);
-                    conds.push_str("    end\n");
+                    out.push_str("    if not ok then\n");
+                    out.push_str(&condition(w, c, cond_groups, whole, reads, "      ")?);
+                    out.push_str("    end\n");
                 }
             }
-            let _ = writeln!(conds, "    if not ok then goto {next} end");
+            let _ = writeln!(out, "    if not ok then goto {next} end");
             i += chain.len();
         }
-        if inline {
-            let (text, names) = inline_headers(&conds);
-            out.push_str(&text);
-            let list: Vec<String> = names.iter().map(|n| lua::string(n)).collect();
-            let v = w.constant(&format!("{{ {} }}", list.join(", ")), "S");
-            let _ = writeln!(out, "    core.vary_list(cx, {v})");
-        } else {
-            out.push_str(&conds);
-            if reads_headers {
-                out.push_str("    core.add_vary(cx)\n");
+        match reads {
+            Reads::Direct => {
+                let list: Vec<String> = vary.iter().map(|n| lua::string(n)).collect();
+                let v = w.constant(&format!("{{ {} }}", list.join(", ")), "");
+                let _ = writeln!(out, "    core.vary_list(cx, {v})");
             }
+            Reads::Record => out.push_str("    core.add_vary(cx)\n"),
+            Reads::Plain => {}
         }
         // [E=VAR:VAL] and [T=type], expanded whether or not there is a substitution.
         for f in &r.flags {
             match f.kind {
                 RuleFlagKind::Env => {
-                    let (e, _, _) = template_with(f.value.as_deref().unwrap_or(""), false, whole)?;
+                    let (e, _, _) = template_with(f.value.as_deref().unwrap_or(""), Reads::Plain, whole)?;
                     let _ = writeln!(out, "    core.env_flag(cx, {e})");
                 }
                 RuleFlagKind::Type => {
                     if let Some(v) = &f.value {
-                        let (e, _, _) = template_with(v, false, whole)?;
+                        let (e, _, _) = template_with(v, Reads::Plain, whole)?;
                         let _ = writeln!(out, "    cx.forced_type = {e}");
                     }
                 }
@@ -564,7 +567,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
         if r.substitution != "-" {
             let pieces = parse(&r.substitution)?;
             let backrefs = pieces.iter().any(|p| matches!(p, Piece::Rule(_) | Piece::Cond(_)));
-            let (e, _, _) = template_with(&r.substitution, false, whole)?;
+            let (e, _, _) = template_with(&r.substitution, Reads::Plain, whole)?;
             if backrefs && !r.has(RuleFlagKind::UnsafeAllow3F) {
                 // The pieces again, for the ranges an encoded `?` could come from.
                 let kinds: String = pieces
@@ -577,7 +580,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                         Piece::Lit(b) => lua::bytes(b),
                         Piece::Rule(n) => rule_group(*n, whole),
                         Piece::Cond(n) => format!("(cc[{n}] or \"\")"),
-                        Piece::Var(v) => var(v, false),
+                        Piece::Var(v) => var(v, Reads::Plain),
                     })
                     .collect();
                 let _ = writeln!(out, "    local new = {e}");
