@@ -75,6 +75,11 @@ struct Engine<'m> {
     forced_type: Option<String>,
     /// ErrorDocuments in force where the last round ended.
     last_dc: Option<BTreeMap<u16, crate::model::dir::ErrorAction>>,
+    /// In mod_dir's DirectoryIndex sub-request.
+    subreq: bool,
+    /// The URL an internal redirect leaves, when it is not the round's (a DirectoryIndex
+    /// sub-request's rewrite redirects from the index file's URL).
+    redirect_url: Option<String>,
 }
 
 enum RoundEnd {
@@ -116,6 +121,8 @@ impl<'m> Engine<'m> {
             unknown: None,
             forced_type: None,
             last_dc: None,
+            subreq: false,
+            redirect_url: None,
         }
     }
 
@@ -232,7 +239,10 @@ impl<'m> Engine<'m> {
                     // The new request sees the old one's environment as REDIRECT_*.
                     let mut env: BTreeMap<String, String> =
                         self.env.iter().map(|(k, v)| (format!("REDIRECT_{k}"), v.clone())).collect();
-                    env.insert("REDIRECT_URL".into(), uri.clone());
+                    env.insert(
+                        "REDIRECT_URL".into(),
+                        self.redirect_url.take().unwrap_or_else(|| uri.clone()),
+                    );
                     env.insert("REDIRECT_STATUS".into(), "200".into());
                     if let Some(q) = &args {
                         env.insert("REDIRECT_QUERY_STRING".into(), q.clone());
@@ -685,34 +695,13 @@ impl<'m> Engine<'m> {
         if let Some((uri, args)) = pending {
             return RoundEnd::Internal { uri, args };
         }
-        if kind == fs::Kind::Dir {
+        if kind == fs::Kind::Dir && !self.subreq {
             let names: Vec<String> =
                 dc.index.map(|i| i.to_vec()).unwrap_or_else(|| vec!["index.html".into()]);
-            if !names.iter().any(|n| n.eq_ignore_ascii_case("disabled")) {
-                for name in names {
-                    let (cand_uri, cand_file) = if name.starts_with('/') {
-                        (name.clone(), format!("{}{}", self.docroot(), name))
-                    } else {
-                        (format!("{}{}", self.uri, name), format!("{}/{}", fname.trim_end_matches('/'), name))
-                    };
-                    if fs::stat(self.fs, &cand_file).kind == fs::Kind::File {
-                        let mut scratch = Vec::new();
-                        let idc = self.dir_config(&cand_file, false, &cand_uri, &mut scratch);
-                        let c = access::Client {
-                            ip: self.req.remote,
-                            method: &self.method,
-                            env: &self.env,
-                            has_credentials: false,
-                        };
-                        if access::check(&idc, &c).0.is_some() {
-                            continue;
-                        }
-                        self.note(None, format!("DirectoryIndex: {cand_uri}"));
-                        self.uri = cand_uri;
-                        self.filename = cand_file.clone();
-                        return self.handle(&idc, &cand_file, None, fs::Kind::File);
-                    }
-                }
+            if !names.iter().any(|n| n.eq_ignore_ascii_case("disabled"))
+                && let Some(end) = self.directory_index(&names, &fname)
+            {
+                return end;
             }
         } else if kind == fs::Kind::Missing
             && let Some(fb) = dc.fallback
@@ -722,6 +711,82 @@ impl<'m> Engine<'m> {
             return RoundEnd::Internal { uri: fb.to_string(), args: self.args.clone() };
         }
         self.handle(&dc, &fname, path_info, kind)
+    }
+
+    /// mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a
+    /// whole round up to the handler (server and per-directory rules without their [NS]
+    /// and [R] ones, access control).  The first that comes out 200 on a regular file is
+    /// the answer; a rewrite there is the main request's internal redirect.  A redirect
+    /// is passed on, as a 401 is when there is one name; any other error is remembered
+    /// and answered if no name serves: never a listing instead of a refused index file.
+    fn directory_index(&mut self, names: &[String], fname: &str) -> Option<RoundEnd> {
+        let mut error_notfound = None;
+        let args = self.args.clone();
+        let dir_uri = self.uri.clone();
+        for name in names {
+            let (cand_uri, cand_file) = if name.starts_with('/') {
+                (name.clone(), format!("{}{}", self.docroot(), name))
+            } else {
+                (format!("{dir_uri}{name}"), format!("{}/{}", fname.trim_end_matches('/'), name))
+            };
+            let saved = (
+                self.uri.clone(),
+                self.filename.clone(),
+                self.path_info.clone(),
+                self.env.clone(),
+                self.unknown.clone(),
+                self.forced_type.clone(),
+                self.last_dc.clone(),
+            );
+            self.subreq = true;
+            let end = self.round(&cand_uri, args.clone());
+            self.subreq = false;
+            let regular = fs::stat(self.fs, &cand_file).kind == fs::Kind::File;
+            match end {
+                RoundEnd::Done(o)
+                    if o.status == 200 && matches!(o.served, Served::File { .. } | Served::Php { .. }) =>
+                {
+                    self.note(None, format!("DirectoryIndex: {cand_uri}"));
+                    return Some(RoundEnd::Done(o));
+                }
+                RoundEnd::Internal { uri, args } if regular => {
+                    self.note(None, format!("DirectoryIndex: {cand_uri}, rewritten in its sub-request"));
+                    self.redirect_url = Some(cand_uri);
+                    return Some(RoundEnd::Internal { uri, args });
+                }
+                RoundEnd::Done(o)
+                    if (300..400).contains(&o.status) || (o.status == 401 && names.len() == 1) =>
+                {
+                    self.note(
+                        None,
+                        format!("DirectoryIndex: the sub-request for {cand_uri} answers {}", o.status),
+                    );
+                    return Some(RoundEnd::Done(o));
+                }
+                RoundEnd::Done(o) if o.status != 200 && o.status != 404 => {
+                    self.note(
+                        None,
+                        format!(
+                            "DirectoryIndex: the sub-request for {cand_uri} answers {}; remembered",
+                            o.status
+                        ),
+                    );
+                    error_notfound = Some(o.status);
+                }
+                _ => {}
+            }
+            (
+                self.uri,
+                self.filename,
+                self.path_info,
+                self.env,
+                self.unknown,
+                self.forced_type,
+                self.last_dc,
+            ) = saved;
+            self.args = args.clone();
+        }
+        error_notfound.map(|s| done(s, Served::Error))
     }
 
     /// After `[END]` the rewritten URL is served without another rewrite round.
@@ -1287,6 +1352,10 @@ impl Lookup for Engine<'_> {
 }
 
 impl RewriteEnv for Engine<'_> {
+    fn subrequest(&self) -> bool {
+        self.subreq
+    }
+
     fn expr_cond(&mut self, text: &str) -> bool {
         match self.decide_expr(text) {
             Ok(v) => v,

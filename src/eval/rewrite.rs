@@ -80,6 +80,10 @@ pub fn apply_list(
         let mut i = 0;
         while i < rules.len() {
             let rule = rules[i];
+            if look.subrequest() && (rule.has(RuleFlagKind::NoSubreq) || rule.has(RuleFlagKind::Redirect)) {
+                i += 1;
+                continue;
+            }
             match apply_rule(rule, perdir, state, look, trace) {
                 RuleResult::NoMatch => {
                     // A failed rule skips the rules chained to it.
@@ -164,6 +168,11 @@ pub trait RewriteEnv: Lookup {
     /// `RewriteCond expr "..."`: an `ap_expr`; one that cannot be decided is false and
     /// makes the outcome unknown.
     fn expr_cond(&mut self, text: &str) -> bool;
+    /// Whether this is a sub-request (mod_dir's DirectoryIndex lookup): mod_rewrite skips
+    /// the rules with [NS] or [R] there.
+    fn subrequest(&self) -> bool {
+        false
+    }
 }
 
 enum RuleResult {

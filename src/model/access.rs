@@ -130,7 +130,13 @@ const PROVIDERS: &[&str] = &[
     "ldap-search",
 ];
 
+/// A `Require` line directly in a section or at the top level of a scope (an implicit
+/// `<RequireAny>`): `within` is that section's kind.
 pub fn read_require(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
+    read_require_in(item, cx, Combine::Any)
+}
+
+fn read_require_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Authz> {
     let mut args: Vec<String> = item.values().iter().map(|s| s.to_string()).collect();
     let negated = args.first().is_some_and(|a| a.eq_ignore_ascii_case("not"));
     if negated {
@@ -172,11 +178,37 @@ pub fn read_require(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
             return None;
         }
     }
+    // add_authz_provider(): a negated line never decides in an OR section (<RequireAny>,
+    // <RequireNone>, the top level), so Apache refuses it: at startup, or with 500 for
+    // an .htaccess.
+    if negated && within != Combine::All {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.span,
+            format!("negative Require directive has no effect in {} directive", within.section()),
+        ));
+        return None;
+    }
     Some(Authz::Require { negated, provider, args, at: item.span })
 }
 
-/// Reads a `<RequireAll|Any|None>` section and everything inside it.
+impl Combine {
+    fn section(self) -> &'static str {
+        match self {
+            Combine::All => "<RequireAll>",
+            Combine::Any => "<RequireAny>",
+            Combine::None => "<RequireNone>",
+        }
+    }
+}
+
+/// Reads a `<RequireAll|Any|None>` section at the top level of a scope, and everything
+/// inside it.
 pub fn read_container(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
+    read_container_in(item, cx, Combine::Any)
+}
+
+fn read_container_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Authz> {
     let combine = match item.name.value.to_ascii_lowercase().as_str() {
         "requireall" => Combine::All,
         "requireany" => Combine::Any,
@@ -184,7 +216,17 @@ pub fn read_container(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
         _ => return None,
     };
     let mut children = Vec::new();
-    collect(item.children(), cx, &mut children);
+    collect(item.children(), cx, &mut children, combine);
+    // add_authz_section(): a <RequireNone> is negated, and a negated section never
+    // decides in an OR section (the top level, <RequireAny>, <RequireNone>): refused.
+    if combine == Combine::None && within != Combine::All && !children.is_empty() {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.span,
+            format!("<{}> directive has no effect in {} directive", item.name.value, within.section()),
+        ));
+        return None;
+    }
     if children.is_empty() {
         cx.diags.push(Diagnostic::new(
             Code::BadArgument,
@@ -195,23 +237,23 @@ pub fn read_container(item: &Item, cx: &mut ReadCx) -> Option<Authz> {
     Some(Authz::Container { combine, children, at: item.span })
 }
 
-fn collect(items: &[Item], cx: &mut ReadCx, out: &mut Vec<Authz>) {
+fn collect(items: &[Item], cx: &mut ReadCx, out: &mut Vec<Authz>, within: Combine) {
     for it in items {
         if !it.enabled {
             continue;
         }
         match &it.kind {
-            ItemKind::Include { children, .. } => collect(children, cx, out),
+            ItemKind::Include { children, .. } => collect(children, cx, out, within),
             ItemKind::Section { children, condition: Some(c), .. } if c.value.is_some() => {
-                collect(children, cx, out)
+                collect(children, cx, out, within)
             }
             ItemKind::Section { .. } => {
-                if let Some(a) = read_container(it, cx) {
+                if let Some(a) = read_container_in(it, cx, within) {
                     out.push(a);
                 }
             }
             ItemKind::Directive if it.is("Require") => {
-                if let Some(a) = read_require(it, cx) {
+                if let Some(a) = read_require_in(it, cx, within) {
                     out.push(a);
                 }
             }

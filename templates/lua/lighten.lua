@@ -1158,6 +1158,54 @@ function Ctx:serve_after_end(url, args)
   return self:handle(dc, fname, path_info, kind)
 end
 
+local function copy(t)
+  if not t then return nil end
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+-- mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a whole
+-- round up to the handler (the rules without their [NS] and [R] ones, access control).
+-- The first that comes out 200 on a regular file answers; a rewrite there is the main
+-- request's internal redirect.  A redirect is passed on, as a 401 is when there is one
+-- name; any other error is remembered and answered if no name serves: never a listing
+-- instead of a refused index file.  Nil when no name serves.
+function Ctx:directory_index(names, fname)
+  local args, dir_uri = self.args, self.uri
+  local notfound
+  for _, name in ipairs(names) do
+    local cand_uri, cand_file
+    if starts(name, "/") then
+      cand_uri, cand_file = name, self:docroot() .. name
+    else
+      cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
+    end
+    local saved = { self.uri, self.filename, self.path_info, copy(self.env), copy(self.vary),
+      self.forced_type, self.user, self.error_docs }
+    self.subreq = true
+    local o = self:round(cand_uri, args)
+    self.subreq = nil
+    local t = o.served and o.served.type
+    if o.status == 200 and (t == "file" or t == "php") then return o end
+    if o.internal then
+      if stat(cand_file) == "file" then
+        self.redirect_url = cand_uri
+        return o
+      end
+    elseif (o.status >= 300 and o.status < 400) or (o.status == 401 and #names == 1) then
+      return o
+    elseif o.status ~= 200 and o.status ~= 404 then
+      notfound = o.status
+    end
+    self.uri, self.filename, self.path_info, self.env, self.vary, self.forced_type, self.user, self.error_docs =
+      saved[1], saved[2], saved[3], saved[4] or {}, saved[5], saved[6], saved[7], saved[8]
+    self.args = args
+  end
+  if notfound then return done(notfound) end
+  return nil
+end
+
 -- One pass of request processing.
 function Ctx:round(uri, args)
   self.uri, self.args, self.path_info, self.filename = uri, args, nil, uri
@@ -1309,26 +1357,13 @@ function Ctx:round(uri, args)
     return redirect(301, with_query(self:self_url_prefix() .. escape_path(self.uri) .. "/", self.args, true))
   end
   if pending then return { internal = pending[1], args = pending[2] } end
-  if kind == "dir" then
+  if kind == "dir" and not self.subreq then
     local names = dc.index or { "index.html" }
     local disabled = false
     for _, n in ipairs(names) do if lower(n) == "disabled" then disabled = true end end
     if not disabled then
-      for _, name in ipairs(names) do
-        local cand_uri, cand_file
-        if starts(name, "/") then
-          cand_uri, cand_file = name, self:docroot() .. name
-        else
-          cand_uri, cand_file = self.uri .. name, trim_end_slashes(fname) .. "/" .. name
-        end
-        if stat(cand_file) == "file" then
-          local idc = self:dir_config(cand_file, false, cand_uri)
-          if not self:access(idc) then
-            self.uri, self.filename = cand_uri, cand_file
-            return self:handle(idc, cand_file, nil, "file")
-          end
-        end
-      end
+      local o = self:directory_index(names, fname)
+      if o then return o end
     end
   elseif kind == "missing" and dc.fallback and lower(dc.fallback) ~= "disabled" then
     return { internal = dc.fallback, args = self.args }
@@ -1359,7 +1394,8 @@ function Ctx:run()
     if o.internal then
       local env = {}
       for k, v in pairs(self.env) do env["REDIRECT_" .. k] = v end
-      env.REDIRECT_URL = uri
+      env.REDIRECT_URL = self.redirect_url or uri
+      self.redirect_url = nil
       env.REDIRECT_STATUS = "200"
       if args then env.REDIRECT_QUERY_STRING = args end
       self.env = env

@@ -717,9 +717,64 @@ local function serve_after_end(cx, url, args)
   return handle(cx, dc, fname, path_info, kind)
 end
 
+local round
+
+-- What a round may change of cx, to undo a DirectoryIndex sub-request that does not serve.
+local function snapshot(cx)
+  local env, vary = cx.env, cx.vary
+  local e2, v2
+  if env then
+    e2 = {}
+    for k, v in pairs(env) do e2[k] = v end
+  end
+  if vary then v2 = { table.unpack(vary) } end
+  return { cx.uri, cx.filename, cx.path_info, e2, v2, cx.forced_type, cx.served }
+end
+
+local function restore(cx, s, args)
+  cx.uri, cx.filename, cx.path_info, cx.env, cx.vary, cx.forced_type, cx.served = s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+  cx.args, cx.location, cx.status = args, nil, nil
+end
+
+-- mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a whole
+-- round up to the handler (the rules without their [NS] and [R] ones, access control).
+-- The first that comes out 200 on a regular file answers; a rewrite there is the main
+-- request's internal redirect.  A redirect is passed on, as a 401 is when there is one
+-- name; any other error is remembered and answered if no name serves: never a listing
+-- instead of a refused index file.  Nothing (nil, nil) when no name serves.
+local function directory_index(cx, names, fname)
+  local site, args, dir_uri = cx.site, cx.args, cx.uri
+  local notfound
+  for _, name in ipairs(names) do
+    local cand_uri, cand_file
+    if byte(name, 1) == 47 then
+      cand_uri, cand_file = name, site.docroot .. name
+    else
+      cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
+    end
+    local saved = snapshot(cx)
+    cx.subreq = true
+    local status, next_uri, next_args = round(cx, cand_uri, args)
+    cx.subreq = nil
+    if status == 200 and (cx.served == "file" or cx.served == "php") then return 200 end
+    if status == nil then
+      if stat(cand_file) == "file" then
+        cx.redirect_url = cand_uri
+        return nil, next_uri, next_args
+      end
+    elseif (status >= 300 and status < 400) or (status == 401 and #names == 1) then
+      return status
+    elseif status ~= 200 and status ~= 404 then
+      notfound = status
+    end
+    restore(cx, saved, args)
+  end
+  return notfound
+end
+
 -- One round of request processing: the status, or nil and the internal redirect's
 -- URL-path and query for the next round.  cx.location is set for a redirect.
-local function round(cx, uri, args)
+function round(cx, uri, args)
   local site = cx.site
   cx.uri, cx.args, cx.path_info = uri, args, nil
   local filename = site.docroot .. uri
@@ -793,22 +848,9 @@ local function round(cx, uri, args)
     return 301
   end
   if pending then return nil, pending, pending_args end
-  if kind == "dir" and dc.index then
-    for _, name in ipairs(dc.index) do
-      local cand_uri, cand_file
-      if byte(name, 1) == 47 then
-        cand_uri, cand_file = name, site.docroot .. name
-      else
-        cand_uri, cand_file = cx.uri .. name, trim_end_slashes(fname) .. "/" .. name
-      end
-      if stat(cand_file) == "file" then
-        local idc = dirconf(site, parent(cand_file), basename(cand_file))
-        if not idc.denied and not idc.broken then
-          cx.uri, cx.filename = cand_uri, cand_file
-          return handle(cx, idc, cand_file, nil, "file")
-        end
-      end
-    end
+  if kind == "dir" and dc.index and not cx.subreq then
+    local status, next_uri, next_args = directory_index(cx, dc.index, fname)
+    if status or next_uri then return status, next_uri, next_args end
   end
   return handle(cx, dc, fname, path_info, kind)
 end
@@ -836,7 +878,8 @@ local function run(cx)
     if status then return status end
     local env = {}
     for k, v in pairs(cx.env or {}) do env["REDIRECT_" .. k] = v end
-    env.REDIRECT_URL = uri
+    env.REDIRECT_URL = cx.redirect_url or uri
+    cx.redirect_url = nil
     env.REDIRECT_STATUS = "200"
     if args then env.REDIRECT_QUERY_STRING = args end
     cx.env = env

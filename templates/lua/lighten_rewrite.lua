@@ -375,7 +375,7 @@ local function fail_closed(state, trace, at, depth, what, why)
 end
 
 -- Outcomes of one rule.
-local NOMATCH, MATCHED, SUBSTITUTED, STATUS = 0, 1, 2, 3
+local NOMATCH, MATCHED, SUBSTITUTED, STATUS, SKIPPED = 0, 1, 2, 3, 4
 
 -- One condition: true/false, the condition captures from now on, and nil; or nil, nil
 -- and the reason it failed closed.
@@ -670,8 +670,16 @@ function M.apply_list(rules, perdir, state, env, trace)
     if subject == nil or f ~= sf or pi ~= spi then
       sf, spi, subject = f, pi, subject_of(f, pi, perdir)
     end
-    local r = apply_rule(rule, subject, perdir, state, env, trace)
-    if r == NOMATCH then
+    local r
+    if env.subreq and (flag(rule, "no-subreq") or flag(rule, "redirect")) then
+      -- mod_dir's DirectoryIndex sub-request skips [NS] and [R] rules.
+      r = SKIPPED
+    else
+      r = apply_rule(rule, subject, perdir, state, env, trace)
+    end
+    if r == SKIPPED then
+      i = i + 1
+    elseif r == NOMATCH then
       -- A failed rule skips the rules chained to it.
       while i <= n and flag(rules[i], "chain") do i = i + 1 end
       i = i + 1

@@ -446,6 +446,10 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
         let next = format!("rule_{}", k + 2);
         let _ = writeln!(out, "\n  -- {}\n  -- {}", rule_text(r), w.site.at(r.at));
         out.push_str("  do\n");
+        if r.has(RuleFlagKind::NoSubreq) || r.has(RuleFlagKind::Redirect) {
+            // mod_rewrite skips [NS] and [R] rules in mod_dir's DirectoryIndex sub-request.
+            let _ = writeln!(out, "    if cx.subreq then goto {next} end");
+        }
         let templates: Vec<&String> = std::iter::once(&r.substitution)
             .chain(r.conditions.iter().map(|c| &c.test))
             .chain(r.flags.iter().filter_map(|f| f.value.as_ref()))
