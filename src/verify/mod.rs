@@ -241,8 +241,22 @@ pub fn run(
         let head = req.method == "HEAD";
         let sa = observe::observe(&ra, paths, &cfg.sysroot, Some(&ev.outcome), head);
         let sl = observe::observe(&rl, paths, &cfg.sysroot, Some(&ev.outcome), head);
-        let differences = compare(&ra, &rl, &sa.served, &sl.served, &custom, head);
-        let fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
+        let mut differences = compare(&ra, &rl, &sa.served, &sl.served, &custom, head);
+        let mut fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
+        // The same request again: the converted site may answer it from its decision
+        // cache (lighten_core.lua), which must answer as the evaluation did.
+        match send(lport, tls, req, &headers) {
+            Ok(again) => {
+                let s2 = observe::observe(&again, paths, &cfg.sysroot, Some(&ev.outcome), head);
+                for d in compare(&ra, &again, &sa.served, &s2.served, &custom, head) {
+                    if !differences.contains(&d) {
+                        differences.push(format!("sent again: {d}"));
+                    }
+                }
+                fail_open |= (400..500).contains(&ra.status) && (200..300).contains(&again.status);
+            }
+            Err(e) => differences.push(format!("sent again: no answer: {e}")),
+        }
         let (vhost, rules, decided_at) = attribution(&ev, &cfg.sources);
         comparisons.push(Comparison {
             request: req.to_line(),

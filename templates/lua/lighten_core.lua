@@ -29,6 +29,9 @@ local byte, sub, find, lower, format = string.byte, string.sub, string.find, str
 
 local MAX_REDIRECTS = 10
 
+-- What the evaluation in progress has read (see "the decision cache" below), or nil.
+local reads
+
 local function ends(s, p) return p == "" or sub(s, -#p) == p end
 
 local function trim_end_slashes(s)
@@ -167,21 +170,58 @@ end
 ---------------------------------------------------------------------------------------
 -- the filesystem
 
--- "file", "dir", "other" or "missing"; the size; whether anyone may execute it.
-local function stat(path)
+-- lighty.c.stat is a C call and a new userdata each time, and every field read another C
+-- call: the last one is kept for the rest of the same call (the walk, a -f test and the
+-- file lighttpd then sends name the same path), and forgotten when the next call starts
+-- (M.physical, M.response).
+local last_path, last_st
+local function raw_stat(path)
+  if path == last_path then return last_st end
   local st = lighty.c.stat(path)
-  if not st then return "missing", 0, false end
-  local kind = st.is_file and "file" or (st.is_dir and "dir" or "other")
-  return kind, st.st_size, (st.st_mode & 73) ~= 0
+  last_path, last_st = path, st
+  return st
+end
+
+-- "file", "dir", "other" or "missing".
+local function stat(path)
+  local st = raw_stat(path)
+  local k
+  if not st then
+    k = "missing"
+  elseif st.is_file then
+    k = "file"
+  elseif st.is_dir then
+    k = "dir"
+  else
+    k = "other"
+  end
+  local rd = reads
+  if rd and not rd.seen[path] then
+    rd.seen[path] = true
+    local n = #rd.paths + 1
+    rd.paths[n], rd.kinds[n] = path, k
+  end
+  return k
+end
+
+-- What the decision cache cannot check again cheaply: the decision is not kept.
+local function uncacheable()
+  if reads then reads.no = true end
 end
 
 -- RewriteCond's file tests.
 function M.test_file(cx, kind, path)
-  local k, size, exec = stat(path)
+  local k = stat(path)
   if kind == "f" or kind == "F" then return k == "file" end
-  if kind == "s" then return k == "file" and size > 0 end
+  if kind == "s" then
+    uncacheable()
+    return k == "file" and raw_stat(path).st_size > 0
+  end
   if kind == "d" then return k == "dir" end
-  if kind == "x" then return k ~= "missing" and exec end
+  if kind == "x" then
+    uncacheable()
+    return k ~= "missing" and (raw_stat(path).st_mode & 73) ~= 0
+  end
   if kind == "U" then return stat(cx.site.docroot .. path) ~= "missing" end
   error("lighten_core: unknown file test -" .. tostring(kind))
 end
@@ -286,13 +326,34 @@ local TIME = {
   TIME_SEC = "%S", TIME_WDAY = "%w", TIME = "%Y%m%d%H%M%S",
 }
 
+-- The client's and the server's address, read from lighttpd when a condition asks.
+function M.remote(cx)
+  uncacheable()
+  local v = cx.remote
+  if not v then
+    v = lighty.r.req_attr["request.remote-addr"] or ""
+    cx.remote = v
+  end
+  return v
+end
+
+function M.server_addr(cx)
+  uncacheable()
+  local v = cx.server_addr
+  if not v then
+    v = lighty.r.req_attr["request.server-addr"] or "127.0.0.1"
+    cx.server_addr = v
+  end
+  return v
+end
+
 -- The variables the compiler does not inline (%{NAME}).
 function M.var(cx, name)
   if name == "THE_REQUEST" then return cx.orig_method .. " " .. cx.target .. " HTTP/1.1" end
   if name == "REQUEST_SCHEME" then return cx.https and "https" or "http" end
   if name == "SERVER_PORT" then return tostring(server_port(cx)) end
-  if name == "SERVER_ADDR" then return cx.server_addr end
-  if name == "REMOTE_ADDR" or name == "REMOTE_HOST" then return cx.remote end
+  if name == "SERVER_ADDR" then return M.server_addr(cx) end
+  if name == "REMOTE_ADDR" or name == "REMOTE_HOST" then return M.remote(cx) end
   if name == "PATH_INFO" then return cx.path_info or "" end
   if name == "SERVER_PROTOCOL" then return "HTTP/1.1" end
   if name == "SERVER_SOFTWARE" then return "Apache" end
@@ -302,7 +363,10 @@ function M.var(cx, name)
     return ""
   end
   local t = TIME[name]
-  if t then return os.date(t) end
+  if t then
+    uncacheable()
+    return os.date(t)
+  end
   local env = cx.env
   return env and env[name] or ""
 end
@@ -382,6 +446,7 @@ M.EMPTY = {}
 -- A regex that ran into PCRE2's limits (or that this PCRE2 refuses): the rule fails
 -- closed with 403.
 function M.fail(cx)
+  uncacheable()
   print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): a rewrite pattern reached PCRE2's match limit")
   cx.status = 403
   return "status"
@@ -666,6 +731,7 @@ end
 -- (it hides dotfiles only): one that is denied.  Then the listing is refused rather than
 -- showing the name.  Only sites with a denial anywhere look.
 local function listing_hides(cx, dir)
+  uncacheable()
   local names = lighty.c.readdir(dir)
   if type(names) ~= "function" then return true end
   local base = byte(dir, -1) == 47 and dir or (dir .. "/")
@@ -803,10 +869,11 @@ function round(cx, uri, args)
     if action == "status" then return cx.status end
     if action then
       local f = cx.filename
-      if cx.args and find(cx.args, "[%c ]") and not (is_absolute_uri(f) and action ~= "noescape") then
+      local absolute = byte(f, 1) ~= 47 and is_absolute_uri(f)
+      if cx.args and find(cx.args, "[%c ]") and not (absolute and action ~= "noescape") then
         return 403
       end
-      if is_absolute_uri(f) then
+      if absolute then
         if dc.base then f = replace_base_in_url(f, dc.perdir, dc.base) end
         local raw = action == "noescape" or (args ~= nil and cx.args == args)
         cx.location = with_query(escape_location(f, action == "noescape"), cx.args, raw)
@@ -877,7 +944,9 @@ local function run(cx)
     local status, next_uri, next_args = round(cx, uri, args)
     if status then return status end
     local env = {}
-    for k, v in pairs(cx.env or {}) do env["REDIRECT_" .. k] = v end
+    if cx.env then
+      for k, v in pairs(cx.env) do env["REDIRECT_" .. k] = v end
+    end
     env.REDIRECT_URL = cx.redirect_url or uri
     cx.redirect_url = nil
     env.REDIRECT_STATUS = "200"
@@ -954,14 +1023,29 @@ end
 -- Vary values as fixup_vary() leaves them, remembered (a site sends a few).
 local varies, nvaries = {}, 0
 
+-- A Content-Type without its parameters: as written, for ExpiresByType, and lower-cased
+-- without blanks, for mod_deflate's types; remembered (a site sends a few).
+local type_keys, ntype_keys = {}, 0
+local function type_key(ctype)
+  local k = type_keys[ctype]
+  if k then return k[1], k[2] end
+  local e = ctype:match("^[^;]+")
+  local d = lower(ctype:match("^[^;%s]+") or "")
+  if ntype_keys >= 256 then type_keys, ntype_keys = {}, 0 end
+  type_keys[ctype], ntype_keys = { e, d }, ntype_keys + 1
+  return e, d
+end
+
 -- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
--- configuration `dc`; `mtime` and `len` of the file that answered when known.
-local function finish(r, site, dc, status, mtime, len, nogzip)
-  local rh = r.resp_header
+-- configuration `dc`, on the headers `rh` (the response's, or those staged for a static
+-- file); `mtime` and `len` of the file that answered when known.
+local function finish(rh, site, dc, status, mtime, len, nogzip)
   local ctype = rh["Content-Type"]
+  local ekey, dkey
+  if ctype then ekey, dkey = type_key(ctype) end
   local ex = dc.expires
   if ex and status >= 200 and status < 300 then
-    local rule = (ctype and ex.by_type and ex.by_type[ctype:match("^[^;]+")]) or ex.default
+    local rule = (ekey and ex.by_type and ex.by_type[ekey]) or ex.default
     if rule then
       local now = os.time()
       local base = now
@@ -977,10 +1061,9 @@ local function finish(r, site, dc, status, mtime, len, nogzip)
   if headers then headers(rh, status) end
   -- mod_deflate notes that it looked at Accept-Encoding for the types it compresses,
   -- whether or not it compresses this response (a body under 69 bytes is left alone).
-  if ctype and next(site.deflate) then
-    local base_type = lower(ctype:match("^[^;%s]+") or "")
+  if dkey and next(site.deflate) then
     local ce = rh["Content-Encoding"]
-    if site.deflate[base_type] and not nogzip and not (len and len < 69)
+    if site.deflate[dkey] and not nogzip and not (len and len < 69)
       and (ce == nil or ce == "" or ce == "identity" or rh["Vary"]) then
       local v = rh["Vary"]
       rh["Vary"] = (v and v ~= "") and (v .. ",Accept-Encoding") or "Accept-Encoding"
@@ -1017,8 +1100,7 @@ local function plain_file(l, site, target, method)
     return nil
   end
   local path = site.docroot .. target
-  local st = l.c.stat(path)
-  if not (st and st.is_file) then return nil end
+  if stat(path) ~= "file" then return nil end
   local dc = config_for(site, path, "file")
   if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
     or handler(dc, path) == "php" then
@@ -1028,46 +1110,149 @@ local function plain_file(l, site, target, method)
 end
 
 -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires give
--- it (the environment is nobody's to read but mod_deflate's no-gzip).
-local function send_file(l, site, dc, path, uri, forced, nogzip)
+-- it (the environment is nobody's to read but mod_deflate's no-gzip); `vary`, the Vary of
+-- the rules that led here.  The headers are worked out in a Lua table and each written
+-- to lighttpd once.
+local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
   local r = l.r
-  local st = l.c.stat(path)
+  local st = raw_stat(path)
   if not st then return 404 end
   local ctype, enc = content_type(site, dc, path, forced)
   local attr = r.req_attr
   attr["physical.path"] = path
   attr["uri.path"] = uri
   local rh = r.resp_header
+  -- Before lighttpd sends it: a Content-Type and ETag already there are kept.
   if ctype then rh["Content-Type"] = ctype end
   if enc then rh["Content-Encoding"] = enc end
-  if dc.etag_none then rh["ETag"] = "" end
+  local etag = dc.etag_none and "" or nil
   local status = st["http-response-send-file"]
-  if site.finish then
-    finish(r, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, nogzip)
-    r.req_env["lighten.done"] = "1"
+  -- FileETag None: lighttpd has just made one.
+  if etag then rh["ETag"] = etag end
+  if not site.finish then
+    if vary then rh["Vary"] = vary end
+    return status
   end
+  local h = { ["Content-Type"] = ctype, ["Content-Encoding"] = enc, ETag = etag, Vary = vary }
+  finish(h, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, nogzip)
+  for k, v in pairs(h) do
+    if not ((k == "Content-Type" and v == ctype) or (k == "Content-Encoding" and v == enc) or (k == "ETag" and v == etag)) then
+      rh[k] = v
+    end
+  end
+  r.req_env["lighten.done"] = "1"
   return status
+end
+
+---------------------------------------------------------------------------------------
+-- the decision cache
+--
+-- `run` is a function of what it reads: the method, the request-target and the scheme;
+-- the request headers it looks at; and what the directory walk, the file tests and the
+-- DirectoryIndex lookups find on disk (kinds only: file, folder, other, missing).  An
+-- evaluation records those reads; its outcome is kept with them under the method,
+-- target and scheme, and answers the next request with the same key when every recorded
+-- header has the same value and every recorded path the same kind (a stat each, as the
+-- evaluation itself would do).  Whatever cannot be checked that way (a file's size or
+-- mode, the time, the client's address, a folder's listing, PCRE2's limits) makes the
+-- evaluation uncacheable.  At most 4 outcomes a key and 256 keys a site, then it starts
+-- afresh; a target over 512 bytes or headers read over 2 KB are not kept.
+
+local PLAN_KEYS, PLANS_A_KEY, PLAN_TARGET, PLAN_HEADERS = 256, 4, 512, 2048
+
+local function plan_for(site, key, headers)
+  local list = site.plans and site.plans[key]
+  if not list then return nil end
+  for i = 1, #list do
+    local p = list[i]
+    local hn, hv = p.hn, p.hv
+    local ok = true
+    for j = 1, #hn do
+      if (headers[hn[j]] or false) ~= hv[j] then
+        ok = false
+        break
+      end
+    end
+    if ok then
+      local paths, kinds = p.paths, p.kinds
+      for j = 1, #paths do
+        if stat(paths[j]) ~= kinds[j] then
+          ok = false
+          break
+        end
+      end
+      if ok then return p end
+    end
+  end
+  return nil
+end
+
+local function keep_plan(site, key, plan)
+  local plans = site.plans
+  if not plans or plans.n >= PLAN_KEYS then
+    plans = { n = 0 }
+    site.plans = plans
+  end
+  local list = plans[key]
+  if not list then
+    list = {}
+    plans[key] = list
+    plans.n = plans.n + 1
+  end
+  if #list >= PLANS_A_KEY then table.remove(list, 1) end
+  list[#list + 1] = plan
+end
+
+-- `run`, or what it answered last time for the same reads.  The request headers are read
+-- through a table that notes each name and value; the outcome is `cx`, kept read-only.
+local function decide(site, r, method, target, https)
+  local key = #target <= PLAN_TARGET and ((https and "s " or "- ") .. method .. " " .. target) or nil
+  local headers = r.req_header
+  if key then
+    local p = plan_for(site, key, headers)
+    if p then return p.cx, p.status, p.vary end
+  end
+  local hn, hv, hseen, hbytes = {}, {}, {}, 0
+  local cx = {
+    site = site, https = https, method = method, orig_method = method, target = target,
+    headers = setmetatable({}, { __index = function(_, name)
+      local v = headers[name]
+      if not hseen[name] then
+        hseen[name] = true
+        hn[#hn + 1], hv[#hv + 1] = name, v or false
+        if v then hbytes = hbytes + #v end
+      end
+      return v
+    end }),
+  }
+  local rd = { seen = {}, paths = {}, kinds = {} }
+  reads = rd
+  local status = run(cx)
+  reads = nil
+  cx.headers = nil
+  local vary = cx.vary and table.concat(cx.vary, ", ")
+  if key and not rd.no and hbytes <= PLAN_HEADERS then
+    keep_plan(site, key, { hn = hn, hv = hv, paths = rd.paths, kinds = rd.kinds, cx = cx, status = status, vary = vary })
+  end
+  return cx, status, vary
 end
 
 function M.physical(l, site)
   lighty = l
+  last_path, last_st = nil, nil
+  reads = nil
   local r = l.r
   local attr = r.req_attr
   local method = attr["request.method"]
   local target = attr["request.orig-uri"] or attr["request.uri"]
   local path, pdc = plain_file(l, site, target, method)
   if path then return send_file(l, site, pdc, path, target, nil, nil) end
-  local cx = {
-    site = site, https = attr["uri.scheme"] == "https", method = method, orig_method = method,
-    target = target, headers = r.req_header,
-    remote = attr["request.remote-addr"] or "", server_addr = attr["request.server-addr"] or "127.0.0.1",
-  }
-  local status = run(cx)
-  if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end
+  local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
   local served = status == 200 and cx.served
   if served == "file" then
-    return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"])
+    return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary)
   end
+  if vary then r.resp_header["Vary"] = vary end
   -- the environment for the backend (E=, REDIRECT_*)
   if cx.env then
     local env = r.req_env
@@ -1118,6 +1303,7 @@ end
 -- the physical-path stage already).
 function M.response(l, site)
   lighty = l
+  last_path, last_st = nil, nil
   local r = l.r
   if r.req_env["lighten.done"] then return 0 end
   local path = r.req_attr["physical.path"]
@@ -1128,7 +1314,7 @@ function M.response(l, site)
     local st = l.c.stat(fname)
     mtime = st and st.st_mtime
   end
-  finish(r, site, config_for(site, fname, kind), r.req_item.http_status, mtime,
+  finish(r.resp_header, site, config_for(site, fname, kind), r.req_item.http_status, mtime,
     tonumber(r.resp_header["Content-Length"] or ""), r.req_env["no-gzip"])
   return 0
 end

@@ -513,3 +513,64 @@ fn the_runtime_folder_is_given_away_without_following_links() {
     assert_eq!(std::fs::metadata(&target).unwrap().uid(), 0, "the link's target was given away");
     assert_eq!(std::fs::metadata(out.join("run")).unwrap().uid(), 33, "run/ belongs to www-data");
 }
+
+/// The converted site keeps its decisions (lighten_core.lua's decision cache) with what
+/// they read on disk: a cached page that goes away, or a file that appears, is answered
+/// as a fresh evaluation would, however often the same request came before.  lighttpd's
+/// own stat cache (stat-cache-engine "simple") trusts an entry for the second it was made
+/// in, hence the pauses after each change.
+#[test]
+fn a_kept_decision_follows_the_files_on_disk() {
+    let settle = || std::thread::sleep(Duration::from_millis(1100));
+    if !lighttpd_here() {
+        return;
+    }
+    let (dir, root) = open_copy("wp-super-cache");
+    let site = root.join("var/www/html");
+    let out = dir.path().join("out");
+    let port = free_port();
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        &root.to_string_lossy(),
+        "--server-name",
+        "example.test",
+        &site.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        // Nothing listens there: what PHP would answer is always 503.
+        "--php-backend",
+        &format!("127.0.0.1:{}", free_port()),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let _server = start(&run_line(&r), None);
+    let page = site.join("wp-content/cache/supercache/example.test/index.html");
+    let cached = std::fs::read(&page).unwrap();
+    // WP Super Cache's page, as often as it is asked for.
+    for _ in 0..3 {
+        assert_eq!(get(port, "example.test", "/"), (200, cached.clone()));
+    }
+    // The page goes: WordPress's index.php answers (503 here: no PHP backend listens).
+    std::fs::remove_file(&page).unwrap();
+    settle();
+    for _ in 0..2 {
+        assert_eq!(get(port, "example.test", "/").0, 503);
+    }
+    // It comes back with new text: that text.
+    std::fs::write(&page, "fresh page\n").unwrap();
+    set_mode(&page, 0o644);
+    settle();
+    assert_eq!(get(port, "example.test", "/"), (200, b"fresh page\n".to_vec()));
+    // A name WordPress routes to index.php until the file exists.
+    assert_eq!(get(port, "example.test", "/late.txt").0, 503);
+    let late = site.join("late.txt");
+    std::fs::write(&late, "late\n").unwrap();
+    set_mode(&late, 0o644);
+    settle();
+    assert_eq!(get(port, "example.test", "/late.txt"), (200, b"late\n".to_vec()));
+    std::fs::remove_file(&late).unwrap();
+    settle();
+    assert_eq!(get(port, "example.test", "/late.txt").0, 503);
+}

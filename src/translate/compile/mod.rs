@@ -797,8 +797,8 @@ impl<'s, 'a> Writer<'s, 'a> {
             let value = match attr.to_ascii_lowercase().as_str() {
                 "request_uri" => "cx.uri".to_string(),
                 "request_method" => "cx.method".to_string(),
-                "remote_addr" => "cx.remote".to_string(),
-                "server_addr" => "cx.server_addr".to_string(),
+                "remote_addr" => "core.remote(cx)".to_string(),
+                "server_addr" => "core.server_addr(cx)".to_string(),
                 "request_protocol" => "\"HTTP/1.1\"".to_string(),
                 _ => format!("header_nv(cx, {})", lua::string(attr)),
             };

@@ -429,6 +429,32 @@ fn condition(
     Ok(out)
 }
 
+/// The conditions of `list` worth deciding once: written the same (test, pattern, flags)
+/// in more than one rule, reading no back-reference (`$N`, `%N`), in rules without [OR]
+/// and without `%N`; at most 64 (Lua's limit on locals is 200).
+fn shared_conditions(list: &[&RewriteRule]) -> Vec<String> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for r in list {
+        let templates = std::iter::once(&r.substitution)
+            .chain(r.conditions.iter().map(|c| &c.test))
+            .chain(r.flags.iter().filter_map(|f| f.value.as_ref()));
+        if templates.clone().any(|t| uses(t, b'%')) || r.conditions.iter().any(|c| c.ornext()) {
+            continue;
+        }
+        for c in &r.conditions {
+            if uses(&c.test, b'$') {
+                continue;
+            }
+            let key = cond_text(c);
+            match seen.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((key, 1)),
+            }
+        }
+    }
+    seen.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k).take(64).collect()
+}
+
 /// The function for a rule list.
 pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<String, String> {
     let mut out = String::new();
@@ -442,6 +468,15 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
     out.push_str("  local H = cx.headers\n");
     out.push_str("  local rc, cc, m, s, ok\n");
     out.push_str("  local _ = H, rc, cc, m, s, ok\n");
+    let memo = shared_conditions(list);
+    if !memo.is_empty() {
+        out.push_str(
+            "  -- Conditions written more than once: each is decided once, and again only after a\n",
+        );
+        out.push_str("  -- rule applied (it may have changed what they read).\n");
+        let names: Vec<String> = (1..=memo.len()).map(|i| format!("c{i}")).collect();
+        let _ = writeln!(out, "  local {}", names.join(", "));
+    }
     for (k, r) in list.iter().enumerate() {
         let next = format!("rule_{}", k + 2);
         let _ = writeln!(out, "\n  -- {}\n  -- {}", rule_text(r), w.site.at(r.at));
@@ -518,7 +553,15 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             }
             for (j, c) in chain.iter().enumerate() {
                 let _ = writeln!(out, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
-                if j == 0 {
+                let shared = (!cond_groups && reads != Reads::Record && chain.len() == 1)
+                    .then(|| memo.iter().position(|m| *m == cond_text(c)))
+                    .flatten();
+                if let Some(n) = shared {
+                    let n = n + 1;
+                    let _ = writeln!(out, "    if c{n} == nil then");
+                    out.push_str(&condition(w, c, cond_groups, whole, reads, "      ")?);
+                    let _ = writeln!(out, "      c{n} = ok\n    else\n      ok = c{n}\n    end");
+                } else if j == 0 {
                     out.push_str(&condition(w, c, cond_groups, whole, reads, "    ")?);
                 } else {
                     out.push_str("    if not ok then\n");
@@ -572,6 +615,29 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             let pieces = parse(&r.substitution)?;
             let backrefs = pieces.iter().any(|p| matches!(p, Piece::Rule(_) | Piece::Cond(_)));
             let (e, _, _) = template_with(&r.substitution, Reads::Plain, whole)?;
+            let mut how = String::new();
+            if r.has(RuleFlagKind::QsAppend) {
+                how.push('A');
+            }
+            if r.has(RuleFlagKind::QsDiscard) {
+                how.push('D');
+            }
+            if r.has(RuleFlagKind::QsLast) {
+                how.push('L');
+            }
+            // A URL-path (the substitution starts with `/`), no [R], no [QSD]: without a
+            // `?` in the result, splitout_queryargs() and the filename checks change
+            // nothing, so only a result with one takes the general path.
+            let path_only = matches!(pieces.first(), Some(Piece::Lit(b)) if b.first() == Some(&b'/'))
+                && !r.has(RuleFlagKind::Redirect)
+                && !how.contains('D');
+            let _ = writeln!(out, "    local new = {e}");
+            let ind = if path_only {
+                out.push_str("    if find(new, \"?\", 1, true) then\n");
+                "      "
+            } else {
+                "    "
+            };
             if backrefs && !r.has(RuleFlagKind::UnsafeAllow3F) {
                 // The pieces again, for the ranges an encoded `?` could come from.
                 let kinds: String = pieces
@@ -587,38 +653,35 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                         Piece::Var(v) => var(v, Reads::Plain),
                     })
                     .collect();
-                let _ = writeln!(out, "    local new = {e}");
+                // THE_REQUEST holds an encoded `?` (in its target, or a method token).
                 let _ = writeln!(
                     out,
-                    "    local unsafe = find(lower(var(cx, \"THE_REQUEST\")), \"%3f\", 1, true) and core.marks(\"{kinds}\", {})",
+                    "{ind}local unsafe = (find(cx.target, \"%%3[fF]\") or find(cx.orig_method, \"%%3[fF]\")) and core.marks(\"{kinds}\", {})",
                     parts.join(", ")
                 );
             } else {
-                let _ = writeln!(out, "    local new = {e}");
-                out.push_str("    local unsafe = nil\n");
+                let _ = writeln!(out, "{ind}local unsafe = nil");
+            }
+            let _ = writeln!(out, "{ind}new = core.split_query(cx, new, \"{how}\", unsafe)");
+            let _ = write!(
+                out,
+                "{ind}if not new then\n{ind}  cx.status = 403\n{ind}  do return \"status\" end\n{ind}end\n"
+            );
+            if path_only {
+                out.push_str("    end\n");
             }
             if r.has(RuleFlagKind::DiscardPathInfo) {
                 out.push_str("    cx.path_info = nil\n");
             }
-            let mut how = String::new();
-            if r.has(RuleFlagKind::QsAppend) {
-                how.push('A');
+            if path_only {
+                out.push_str("    cx.filename = new\n");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "    core.substituted(cx, new, perdir, {})",
+                    if r.has(RuleFlagKind::Redirect) { "true" } else { "false" }
+                );
             }
-            if r.has(RuleFlagKind::QsDiscard) {
-                how.push('D');
-            }
-            if r.has(RuleFlagKind::QsLast) {
-                how.push('L');
-            }
-            let _ = writeln!(out, "    new = core.split_query(cx, new, \"{how}\", unsafe)");
-            out.push_str(
-                "    if not new then\n      cx.status = 403\n      do return \"status\" end\n    end\n",
-            );
-            let _ = writeln!(
-                out,
-                "    core.substituted(cx, new, perdir, {})",
-                if r.has(RuleFlagKind::Redirect) { "true" } else { "false" }
-            );
             let _ = writeln!(
                 out,
                 "    action = \"{}\"",
@@ -634,6 +697,11 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             out.push_str("    do return action, code, false end\n");
         } else if r.substitution != "-" {
             out.push_str("    subject = core.subject(cx, perdir)\n");
+        }
+        if !memo.is_empty() && !r.has(RuleFlagKind::End) && !r.has(RuleFlagKind::Last) {
+            let names: Vec<String> = (1..=memo.len()).map(|i| format!("c{i}")).collect();
+            let nils: Vec<&str> = names.iter().map(|_| "nil").collect();
+            let _ = writeln!(out, "    {} = {}", names.join(", "), nils.join(", "));
         }
         out.push_str("  end\n");
         let _ = writeln!(out, "  ::{next}::");
