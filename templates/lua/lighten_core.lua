@@ -327,25 +327,18 @@ local TIME = {
 }
 
 -- The client's and the server's address, read from lighttpd when a condition asks.
-function M.remote(cx)
+local function attr_once(cx, field, name, default)
   uncacheable()
-  local v = cx.remote
+  local v = cx[field]
   if not v then
-    v = lighty.r.req_attr["request.remote-addr"] or ""
-    cx.remote = v
+    v = lighty.r.req_attr[name] or default
+    cx[field] = v
   end
   return v
 end
 
-function M.server_addr(cx)
-  uncacheable()
-  local v = cx.server_addr
-  if not v then
-    v = lighty.r.req_attr["request.server-addr"] or "127.0.0.1"
-    cx.server_addr = v
-  end
-  return v
-end
+function M.remote(cx) return attr_once(cx, "remote", "request.remote-addr", "") end
+function M.server_addr(cx) return attr_once(cx, "server_addr", "request.server-addr", "127.0.0.1") end
 
 -- The variables the compiler does not inline (%{NAME}).
 function M.var(cx, name)
