@@ -1089,16 +1089,27 @@ end
 -- could change it (files_pass), not handled by PHP. Else nil, and `run` decides.
 local function plain_file(l, site, target, method)
   if method == "TRACE" or site.early_env or #target > 256 or byte(target, -1) == 47
-    or find(target, "[%%?#]") or find(target, "//", 1, true) or find(target, "/.", 1, true) then
+    or find(target, "[%%?#]") or find(target, "/[/.]") then
     return nil
   end
   local path = site.docroot .. target
   if stat(path) ~= "file" then return nil end
-  local dc = config_for(site, path, "file")
-  if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
-    or handler(dc, path) == "php" then
-    return nil
+  -- What the configuration says of the path, remembered (bounded, as the other memos).
+  local memo = site.plain
+  if not memo or memo.n >= MEMO_LIMIT then
+    memo = { n = 0 }
+    site.plain = memo
   end
+  local dc = memo[path]
+  if dc == nil then
+    dc = config_for(site, path, "file")
+    if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
+      or handler(dc, path) == "php" then
+      dc = false
+    end
+    memo[path], memo.n = dc, memo.n + 1
+  end
+  if not dc then return nil end
   return path, dc
 end
 
