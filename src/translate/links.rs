@@ -89,7 +89,8 @@ pub fn inventory(
 const REASON: &str = "lighttpd cannot follow links only in some folders, nor compare a link's owner \
      with its target's: the host runs with server.follow-symlink = \"disable\"; the links found at \
      conversion that Apache follows are served through their targets' paths, any link made later is \
-     refused (403, stricter than Apache where it would follow it)";
+     refused (403, stricter than Apache where it would follow it), and so is a listing of a folder \
+     holding a link Apache refuses (mod_autoindex leaves the link out)";
 
 fn host(
     model: &Model,
