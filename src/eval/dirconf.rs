@@ -374,19 +374,7 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     if let Some(t) = &a.auth_type {
         dc.auth_type = Some(t.value.as_str());
     }
-    for line in &st.options {
-        let signed = line.changes.iter().any(|(s, _)| *s != '=');
-        if !signed {
-            dc.options = 0;
-        }
-        for (sign, name) in &line.changes {
-            let bit = option_bit(name);
-            match sign {
-                '-' => dc.options &= !bit,
-                _ => dc.options |= bit,
-            }
-        }
-    }
+    merge_options(&mut dc.options, st);
     if let Some(i) = &st.directory_index {
         dc.index = Some(&i.value);
     }
@@ -436,6 +424,65 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
             dc.ifs.push((c, dir.to_string()));
         }
     }
+}
+
+/// The `Options` lines of one scope merged onto `options`: a line without signs replaces
+/// what was in force, `+`/`-` change single options.
+fn merge_options(options: &mut u8, st: &crate::model::settings::Settings) {
+    for line in &st.options {
+        let signed = line.changes.iter().any(|(s, _)| *s != '=');
+        if !signed {
+            *options = 0;
+        }
+        for (sign, name) in &line.changes {
+            let bit = option_bit(name);
+            match sign {
+                '-' => *options &= !bit,
+                _ => *options |= bit,
+            }
+        }
+    }
+}
+
+/// The Options the directory walk has in force when it reaches the entries of folder
+/// `dir`: Apache's mini-merge in `ap_directory_walk()` (server/request.c, `core_opts_merge`),
+/// which sees only the server's and the virtual host's own Options, the non-regex
+/// `<Directory>` sections and the .htaccess files of `dir` and the folders above it.
+/// Directory regexes, `<Files>`, `<Location>` and `<If>` are merged after the walk and
+/// cannot allow a link (measured: `<DirectoryMatch>` with FollowSymLinks over a folder
+/// whose `<Directory>` says `Options None` still refuses its links).  `None` when a
+/// .htaccess on the way is broken: Apache stops there with 500 before it looks further.
+pub fn walk_options(model: &Model, vhost: Option<usize>, dir: &str) -> Option<u8> {
+    let server = &model.server;
+    let vscope = vhost.map(|i| &model.vhosts[i].scope);
+    let mut options = DirConfig::default().options;
+    merge_options(&mut options, &server.settings);
+    if let Some(v) = vscope {
+        merge_options(&mut options, &v.settings);
+    }
+    let sections = directory_sections(server, vscope);
+    let mut levels: Vec<&str> = ancestors(dir).collect();
+    levels.reverse();
+    for level in levels {
+        let depth = if level.is_empty() { 1 } else { level.matches('/').count() + 1 };
+        for (scope, path) in &sections {
+            let sec = path.trim_end_matches('/');
+            let sec_depth = if sec.is_empty() { 1 } else { sec.matches('/').count() + 1 };
+            if sec_depth == depth
+                && crate::model::htaccess::directory_matches(path, if level.is_empty() { "/" } else { level })
+            {
+                merge_options(&mut options, &scope.settings);
+            }
+        }
+        for h in model.htaccess.iter().filter(|h| h.dir == level && h.host_ids.contains(&vhost)) {
+            match (h.status, &h.scope) {
+                (HtaccessStatus::Applied, Some(s)) => merge_options(&mut options, &s.settings),
+                (HtaccessStatus::Broken, _) => return None,
+                _ => {}
+            }
+        }
+    }
+    Some(options)
 }
 
 /// `<Limit GET>` also covers HEAD.

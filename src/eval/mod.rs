@@ -29,6 +29,7 @@ mod outcome;
 pub mod render;
 pub mod request;
 pub mod rewrite;
+pub mod symlink;
 
 pub use expand::literal_prefix;
 pub use outcome::{Evaluation, Outcome, Served, Step};
@@ -136,6 +137,18 @@ impl<'m> Engine<'m> {
             );
         }
         long
+    }
+
+    /// The directory walk meets a symbolic link Apache does not follow here: 403 (from
+    /// map_to_storage, so only the server's ErrorDocuments apply).
+    fn refused_link(&mut self, filename: &str) -> bool {
+        let (model, vhost) = (self.model, self.vhost);
+        let refused =
+            symlink::first_refused(self.fs, filename, &mut |dir| dirconf::walk_options(model, vhost, dir));
+        if let Some((link, why)) = &refused {
+            self.note(None, format!("the symbolic link {link} is not followed ({}): 403", why.describe()));
+        }
+        refused.is_some()
     }
 
     fn note(&mut self, at: Option<crate::source::Span>, text: impl Into<String>) {
@@ -547,6 +560,9 @@ impl<'m> Engine<'m> {
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();
+        if self.refused_link(&fname) {
+            return done(403, Served::Error);
+        }
         let mut trace = std::mem::take(&mut self.trace);
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, &self.uri.clone(), &mut trace);
         self.trace = trace;
@@ -800,6 +816,9 @@ impl<'m> Engine<'m> {
         let (fname, path_info, kind) = fs::walk(self.fs, &filename);
         self.filename = fname.clone();
         self.path_info = path_info.clone();
+        if self.refused_link(&fname) {
+            return done(403, Served::Error);
+        }
         let mut trace = std::mem::take(&mut self.trace);
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, url, &mut trace);
         self.trace = trace;

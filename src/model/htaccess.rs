@@ -48,8 +48,9 @@ pub struct Htaccess {
     pub scope: Option<Scope>,
 }
 
-/// Finds files named in `names` under `roots`, sorted, visiting at most `limit` entries.
-/// Returns the Apache paths and whether the limit stopped the walk.
+/// Finds files named in `names` under `roots`, through symbolic links, sorted, visiting at
+/// most `limit` entries.  Returns the Apache paths (as named, through the links) and
+/// whether the limit stopped the walk.
 pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) -> (Vec<String>, bool) {
     let mut found = Vec::new();
     let mut visited = 0usize;
@@ -73,7 +74,9 @@ pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) 
         if !host.is_dir() {
             continue;
         }
-        for entry in walkdir::WalkDir::new(&host).follow_links(false).sort_by_file_name() {
+        // Links are followed: Apache reads `<link>/.htaccess` through a link it follows
+        // (the target's file, under the link's name); walkdir skips a loop.
+        for entry in walkdir::WalkDir::new(&host).follow_links(true).sort_by_file_name() {
             visited += 1;
             if visited > limit {
                 truncated = true;

@@ -587,6 +587,21 @@ fn use_of(scope: &mut Scope, item: Item, enabled: bool, section: bool) {
 }
 
 /// Directory targets of Alias/ScriptAlias in a scope (AliasMatch: the literal part).
+/// The folders a server maps URLs into: its DocumentRoot (Apache's compiled-in default
+/// when none is set) and the Alias targets of the main server and of the vhost.
+pub fn url_roots(model: &Model, vhost: Option<usize>) -> Vec<String> {
+    let root = match vhost {
+        Some(i) => model.vhosts[i].document_root.clone(),
+        None => model.server.settings.host().document_root.as_ref().map(|d| d.value.clone()),
+    };
+    let mut roots = vec![root.unwrap_or_else(|| "/var/www/html".into())];
+    roots.extend(alias_targets(&model.server));
+    if let Some(i) = vhost {
+        roots.extend(alias_targets(&model.vhosts[i].scope));
+    }
+    roots
+}
+
 fn alias_targets(scope: &Scope) -> Vec<String> {
     scope.settings.aliases.iter().map(alias_targets_of).collect()
 }

@@ -123,6 +123,31 @@ fn response_hook(site: &Site, lua: &str, n: usize) -> String {
     }
 }
 
+/// Whether host `n` (1-based) runs with lighttpd's follow-symlink off (`links`).
+fn strict_links(site: &Site, n: usize) -> bool {
+    site.links.get(n - 1).is_some_and(|l| l.strict)
+}
+
+/// `server.follow-symlink` for host `n` (1-based), with the Options lines that decide it.
+fn follow_symlink_lines(site: &Site, n: usize, indent: &str, cfg: &Config) -> String {
+    let Some(l) = site.links.get(n - 1) else { return String::new() };
+    if !l.strict {
+        return format!(
+            "{indent}# every folder follows symbolic links (Options FollowSymLinks)\n{indent}server.follow-symlink = \"enable\"\n"
+        );
+    }
+    let mut from: Vec<String> = l.causes.iter().take(3).map(|s| cfg.sources.line_ref(*s)).collect();
+    if l.causes.len() > 3 {
+        from.push(format!("{} more in report.md", l.causes.len() - 3));
+    }
+    format!(
+        "{indent}# Options that refuse symbolic links or compare owners ({}):\n\
+         {indent}# lighttpd refuses every link; the Lua hands it the targets of those Apache follows\n\
+         {indent}server.follow-symlink = \"disable\"\n",
+        from.join(", ")
+    )
+}
+
 /// A vhost's listening ports: its addresses' ports, or every Listen port for `*`.
 fn vhost_ports(model: &Model, i: Option<usize>, listen_ports: &[u16]) -> Vec<u16> {
     match i {
@@ -279,6 +304,10 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let _ = writeln!(out, "server.feature-flags += ( \"server.absolute-dir-redirect\" => \"enable\" )");
     let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in lighten.lua");
     let _ = writeln!(out, "dir-listing.activate = \"enable\"");
+    let top_strict = strict_links(site, hosts.len());
+    if top_strict {
+        out.push_str(&follow_symlink_lines(site, hosts.len(), "", cfg));
+    }
 
     // mod_deflate: AddOutputFilterByType DEFLATE becomes lighttpd's mod_deflate for the
     // same types (server-wide, where Apache may limit it to some directories).
@@ -381,9 +410,14 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             need(NeedKind::DocumentRoot, &docroot, docroot_at);
             let lua = lua_dir(opts);
             let php = php_block(model, h, n + 1, &exts, opts, "    ", &need);
+            let links = if strict_links(site, n + 1) != top_strict {
+                follow_symlink_lines(site, n + 1, "    ", cfg)
+            } else {
+                String::new()
+            };
             let auth = auth_block(model, h, &docroot_apache(model, h), opts, &mut Vec::new(), &need);
             format!(
-                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n    magnet.attract-response-start-to = {}\n{php}{auth}",
+                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n    magnet.attract-response-start-to = {}\n{links}{php}{auth}",
                 match h {
                     Some(i) => format!(
                         "vhost {} ({}){}",

@@ -14,6 +14,7 @@
 pub mod compile;
 pub mod conf;
 pub mod expr;
+pub mod links;
 pub mod lua;
 pub mod report;
 pub mod site;
@@ -126,6 +127,8 @@ pub struct Site<'a> {
     pub response_hooks: Vec<bool>,
     /// Per host: its compiled module's name, or why lighten.lua interprets it.
     pub tiers: Vec<Result<String, String>>,
+    /// Per host: what it does with symbolic links (`links`).
+    pub links: Vec<links::HostLinks>,
 }
 
 impl Site<'_> {
@@ -152,7 +155,9 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         modules: model.modules.iter().map(|m| m.id.clone()).collect(),
         response_hooks: Vec::new(),
         tiers: Vec::new(),
+        links: Vec::new(),
     };
+    site.links = links::inventory(model, &cfg.sysroot, opts.map_path.as_ref(), &mut site.findings);
     let data = site.module(model, opts.trace);
     let mime = mime_module(model, cfg, opts.map_path.as_ref());
     // The compiled tier, host by host, when the whole conversion is exact (what is not

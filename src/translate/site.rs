@@ -729,6 +729,11 @@ impl Site<'_> {
         t.set("error_docs", Value::Raw(error_docs_table(&eds)));
         let maps = self.maps(model, i);
         t.set("maps", maps);
+        // Symbolic links Apache refuses (false) or, with lighttpd's follow-symlink off, the
+        // targets of those it follows (translate::links).
+        if let Some(l) = self.links.get(i.unwrap_or(model.vhosts.len())) {
+            t.set("links", l.lua());
+        }
         t
     }
 

@@ -213,6 +213,33 @@ local function walk(path)
 end
 M.walk = walk
 
+-- The value `t` holds for the longest prefix of `path` that ends a name, and the rest of
+-- the path after it; nil when `t` holds none.
+local function longest_prefix(t, path)
+  local e = #path
+  while e > 1 and byte(path, e) == 47 do e = e - 1 end
+  while e > 1 do
+    local v = t[sub(path, 1, e)]
+    if v ~= nil then return v, sub(path, e + 1) end
+    repeat e = e - 1 until e <= 1 or byte(path, e) == 47
+    e = e - 1
+  end
+  return nil
+end
+
+-- Symbolic links (the vhost's `links`, found at conversion; lighty.c.stat cannot see a
+-- link): nil when Apache refuses a link on the way to `path` (the directory walk answers
+-- 403, src/eval/symlink.rs), else the path to hand lighttpd: through the target of the
+-- longest link on the way, for a host where lighttpd's server.follow-symlink is off and
+-- would refuse the link itself.
+local function through_links(links, path)
+  if not links then return path end
+  local v, rest = longest_prefix(links, path)
+  if v == nil then return path end
+  if v == false then return nil end
+  return v .. rest
+end
+
 -- Whether Apache's directory walk meets a name longer than the filesystem takes (255
 -- bytes) while every name before it is a directory: ENAMETOOLONG, which Apache answers
 -- with 403 before any .htaccess or access rule is read (lighty.c.stat only says nil).
@@ -930,8 +957,11 @@ function Ctx:listing_hides(dir)
   if type(names) ~= "function" then return true end
   local base = ends(dir, "/") and dir or (dir .. "/")
   local url = ends(self.uri, "/") and self.uri or (self.uri .. "/")
+  local links = self.v.links
   for name in names do
     if byte(name, 1) ~= 46 then
+      -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
+      if links and links[base .. name] == false and stat(base .. name) ~= "missing" then return true end
       local kind = stat(base .. name)
       local dc = self:dir_config(base .. name, kind == "dir", url .. name)
       if self:access(dc) then return true end
@@ -1154,6 +1184,7 @@ function Ctx:serve_after_end(url, args)
   if name_too_long(self:docroot() .. url) then return done(403) end
   local fname, path_info, kind = walk(self:docroot() .. url)
   self.filename, self.path_info = fname, path_info
+  if not through_links(self.v.links, fname) then return done(403) end
   local dc = self:dir_config(fname, kind == "dir", url)
   return self:handle(dc, fname, path_info, kind)
 end
@@ -1275,6 +1306,7 @@ function Ctx:round(uri, args)
   if name_too_long(filename) then return done(403) end
   local fname, path_info, kind = walk(filename)
   self.filename, self.path_info = fname, path_info
+  if not through_links(self.v.links, fname) then return done(403) end
   local dc = self:dir_config(fname, kind == "dir", self.uri)
   local eds = {}
   for k, e in pairs(self.v.error_docs) do eds[k] = e end
@@ -1571,11 +1603,13 @@ function M.physical(l, site, n)
     r.resp_header["Location"] = o.location
     return o.status
   end
+  local links = cx.v.links
   if s.type == "file" then
     local ctype, enc = content_type(site, s.dc, s.path, s.forced_type)
-    local st = lighty.c.stat(s.path)
+    local real = through_links(links, s.path) or s.path
+    local st = lighty.c.stat(real)
     if not st then return 404 end
-    attr["physical.path"] = s.path
+    attr["physical.path"] = real
     attr["uri.path"] = cx.uri
     if ctype then r.resp_header["Content-Type"] = ctype end
     if enc then r.resp_header["Content-Encoding"] = enc end
@@ -1603,7 +1637,10 @@ function M.physical(l, site, n)
     attr["physical.doc-root"] = docroot
     attr["uri.path"] = script_name
     attr["physical.rel-path"] = sub(s.script, #docroot + 1)
-    attr["physical.path"] = s.script
+    local real = through_links(links, s.script) or s.script
+    attr["physical.path"] = real
+    -- PHP gets the script's name as Apache gives it, not its target's.
+    if real ~= s.script then r.req_env["SCRIPT_FILENAME"] = s.script end
     attr["uri.query"] = cx.args
     -- lighttpd does not split what it was handed; the backend gets Apache's PATH_INFO.
     if s.path_info then
@@ -1614,7 +1651,9 @@ function M.physical(l, site, n)
     end
     return 0
   elseif s.type == "listing" then
-    attr["physical.path"] = s.dir
+    local real = through_links(links, s.dir) or s.dir
+    attr["physical.path"] = real
+    if real ~= s.dir then r.req_env["lighten.path"] = s.dir end
     return 0
   end
   if o.text then
@@ -1653,6 +1692,10 @@ function M.response(l, site, n)
   cx.error_document = r.req_env["LIGHTEN_ERRDOC"] ~= nil
   local path = attr["physical.path"]
   if not path then return new_status or 0 end
+  -- A link's target handed to lighttpd: the configuration is the link's.
+  if v.links then
+    path = r.req_env["lighten.path"] or r.req_env["SCRIPT_FILENAME"] or path
+  end
   cx.uri = (attr["uri.path"] or "/") .. (r.req_env["PATH_INFO"] or "")
   cx.args = attr["uri.query"]
   cx.filename = path

@@ -257,6 +257,31 @@ local function walk(path)
   return path, nil, kind
 end
 
+-- The value `t` holds for the longest prefix of `path` that ends a name, and the rest of
+-- the path after it; nil when `t` holds none.
+local function longest_prefix(t, path)
+  local e = #path
+  while e > 1 and byte(path, e) == 47 do e = e - 1 end
+  while e > 1 do
+    local v = t[sub(path, 1, e)]
+    if v ~= nil then return v, sub(path, e + 1) end
+    repeat e = e - 1 until e <= 1 or byte(path, e) == 47
+    e = e - 1
+  end
+  return nil
+end
+
+-- Symbolic links (site.links, found at conversion; lighty.c.stat cannot see a link): nil
+-- when Apache refuses a link on the way to `path` (the directory walk answers 403), else
+-- the path to hand lighttpd: through the target of the longest link on the way, for a
+-- host where lighttpd's server.follow-symlink is off and would refuse the link itself.
+local function through_links(links, path)
+  local v, rest = longest_prefix(links, path)
+  if v == nil then return path end
+  if v == false then return nil end
+  return v .. rest
+end
+
 -- A name longer than 255 bytes met by the directory walk while every name before it is
 -- a directory: ENAMETOOLONG, which Apache answers with 403 (lighty.c.stat says nil).
 local LONG_NAME = "[^/]" .. string.rep("[^/]", 255)
@@ -731,6 +756,8 @@ local function listing_hides(cx, dir)
   for name in names do
     if byte(name, 1) ~= 46 then
       local p = base .. name
+      -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
+      if cx.site.links and cx.site.links[p] == false and stat(p) ~= "missing" then return true end
       local d = stat(p) == "dir" and p or dir
       if dirconf(cx.site, trim_end_slashes(d), name).denied then return true end
     end
@@ -772,6 +799,7 @@ local function serve_after_end(cx, url, args)
   if name_too_long(site.docroot .. url) then return 403 end
   local fname, path_info, kind = walk(site.docroot .. url)
   cx.filename, cx.path_info = fname, path_info
+  if site.links and not through_links(site.links, fname) then return 403 end
   local dc = config_for(site, fname, kind)
   return handle(cx, dc, fname, path_info, kind)
 end
@@ -842,6 +870,7 @@ function round(cx, uri, args)
   if name_too_long(filename) then return 403 end
   local fname, path_info, kind = walk(filename)
   cx.filename, cx.path_info = fname, path_info
+  if site.links and not through_links(site.links, fname) then return 403 end
   local dc = config_for(site, fname, kind)
   if dc.broken then return 500 end
   if dc.env then dc.env(cx) end
@@ -1094,6 +1123,7 @@ local function plain_file(l, site, target, method)
   end
   local path = site.docroot .. target
   if stat(path) ~= "file" then return nil end
+  if site.links and through_links(site.links, path) ~= path then return nil end
   -- What the configuration says of the path, remembered (bounded, as the other memos).
   local memo = site.plain
   if not memo or memo.n >= MEMO_LIMIT then
@@ -1119,11 +1149,12 @@ end
 -- to lighttpd once.
 local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
   local r = l.r
-  local st = raw_stat(path)
+  local real = site.links and through_links(site.links, path) or path
+  local st = raw_stat(real)
   if not st then return 404 end
   local ctype, enc = content_type(site, dc, path, forced)
   local attr = r.req_attr
-  attr["physical.path"] = path
+  attr["physical.path"] = real
   attr["uri.path"] = uri
   local rh = r.resp_header
   -- Before lighttpd sends it: a Content-Type and ETag already there are kept.
@@ -1286,7 +1317,10 @@ function M.physical(l, site)
     attr["physical.doc-root"] = docroot
     attr["uri.path"] = script_name
     attr["physical.rel-path"] = sub(script, #docroot + 1)
-    attr["physical.path"] = script
+    local real = site.links and through_links(site.links, script) or script
+    attr["physical.path"] = real
+    -- PHP gets the script's name as Apache gives it, not its target's.
+    if real ~= script then r.req_env["SCRIPT_FILENAME"] = script end
     attr["uri.query"] = cx.args
     if path_info then
       r.req_env["PATH_INFO"] = path_info
@@ -1295,7 +1329,9 @@ function M.physical(l, site)
     end
     return 0
   elseif served == "listing" then
-    attr["physical.path"] = cx.path
+    local real = site.links and through_links(site.links, cx.path) or cx.path
+    attr["physical.path"] = real
+    if real ~= cx.path then r.req_env["lighten.path"] = cx.path end
     return 0
   end
   if cx.filename then attr["physical.path"] = cx.filename end
@@ -1312,6 +1348,11 @@ function M.response(l, site)
   if r.req_env["lighten.done"] then return 0 end
   local path = r.req_attr["physical.path"]
   if not path then return 0 end
+  -- A link's target handed to lighttpd: the configuration is the link's.
+  if site.links then
+    local env = r.req_env
+    path = env["lighten.path"] or env["SCRIPT_FILENAME"] or path
+  end
   local fname, _, kind = walk(path)
   local mtime
   if kind == "file" then

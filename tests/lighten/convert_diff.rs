@@ -21,11 +21,16 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("plesk", "GET http://shop.example:80/mail/config-v1.1.xml?emailaddress=a%40shop.example", PROXY),
     ("fragment-in-target", "GET /area-a/#/../../area-b/secret.txt", AUTH_FIRST),
     ("listing-shows-denied", "GET /files/", LISTING),
+    ("symlinks", "GET http://strict.test/listed/", LISTING_LINK),
+    ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
 ];
 
 const LISTING: &str = "mod_autoindex lists the folder without the file a <FilesMatch> denies; lighttpd's \
      listing would show its name, so the translation refuses the listing (403)";
+
+const LISTING_LINK: &str = "mod_autoindex lists the folder without the symbolic link its Options refuse; \
+     lighttpd's listing would show its name, so the translation refuses the listing (403)";
 
 const REGEX_LIMIT: &str = "PCRE2 gives up on a <FilesMatch> pattern for this name; Apache takes that as no match \
      (403 here), the converted site stops the request (500): neither applying the section (it may grant) nor \

@@ -302,7 +302,12 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     t.set("dirconf", lua::Value::Raw("dirconf".into()));
     t.set("early_env", early.map(lua::Value::Raw));
     t.set("autoindex", loaded("autoindex_module"));
-    t.set("may_hide", w.may_hide);
+    // Symbolic links Apache refuses (false) or, with lighttpd's follow-symlink off, the
+    // targets of those it follows (translate::links).
+    let host_links = site.links.get(i.unwrap_or(model.vhosts.len())).cloned().unwrap_or_default();
+    let refuses = host_links.links.values().any(Option::is_none);
+    t.set("links", host_links.lua());
+    t.set("may_hide", w.may_hide || refuses);
     // Whether responses get mod_expires, mod_headers or mod_deflate's Vary.
     t.set("finish", response);
     let mut exts = lua::Value::table();
