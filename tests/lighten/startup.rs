@@ -521,12 +521,28 @@ fn the_runtime_folder_is_given_away_without_following_links() {
 /// in, hence the pauses after each change.
 #[test]
 fn a_kept_decision_follows_the_files_on_disk() {
+    kept_decisions_follow_the_disk(false);
+}
+
+/// The same for lighten.lua's decision cache: an ErrorDocument keeps the host on the
+/// interpreted tier.
+#[test]
+fn a_kept_decision_follows_the_files_on_disk_interpreted() {
+    kept_decisions_follow_the_disk(true);
+}
+
+fn kept_decisions_follow_the_disk(interpreted: bool) {
     let settle = || std::thread::sleep(Duration::from_millis(1100));
     if !lighttpd_here() {
         return;
     }
     let (dir, root) = open_copy("wp-super-cache");
     let site = root.join("var/www/html");
+    if interpreted {
+        let ht = site.join(".htaccess");
+        let text = std::fs::read_to_string(&ht).unwrap();
+        std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
+    }
     let out = dir.path().join("out");
     let port = free_port();
     let r = lighten(&[
@@ -545,6 +561,8 @@ fn a_kept_decision_follows_the_files_on_disk() {
         &format!("127.0.0.1:{}", free_port()),
     ]);
     assert_eq!(r.code, 0, "{}", r.transcript());
+    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert_eq!(conf.contains("interpreted by lighten.lua"), interpreted, "{conf}");
     let _server = start(&run_line(&r), None);
     let page = site.join("wp-content/cache/supercache/example.test/index.html");
     let cached = std::fs::read(&page).unwrap();
