@@ -107,6 +107,9 @@ fn compiled_script(opts: &Options, n: usize, module: &str, stage: &str, entry: &
 /// What runs host `n` (1-based), for the comment above its block.
 fn tier_note(site: &Site, n: usize) -> String {
     match site.tiers.get(n - 1) {
+        Some(Ok(m)) if site.tiers[..n - 1].iter().any(|t| t.as_ref().is_ok_and(|e| e == m)) => format!(
+            ": compiled, lua/{m}.lua (shared with a host above that decides the same; its per-folder comments name that host's lines)"
+        ),
         Some(Ok(m)) => format!(": compiled, lua/{m}.lua"),
         Some(Err(why)) if !why.is_empty() => format!(": interpreted by lighten.lua ({why})"),
         _ => String::new(),

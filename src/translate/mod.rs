@@ -188,11 +188,17 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             }
         })
         .collect();
-    // Hosts whose compiled modules are the same text share one file.
+    // Hosts whose compiled modules decide the same (the same text but for the comments
+    // naming each host's Apache lines, as an http and an https vhost of one site) share
+    // one file.
+    let decisions = |body: &str| -> String {
+        body.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n")
+    };
     let mut modules: Vec<Option<String>> = vec![None; hosts.len()];
     for i in 0..compiled.len() {
         if let Ok(c) = &compiled[i] {
-            let same = (0..i).find(|&j| compiled[j].as_ref().is_ok_and(|d| d.body == c.body));
+            let mine = decisions(&c.body);
+            let same = (0..i).find(|&j| compiled[j].as_ref().is_ok_and(|d| decisions(&d.body) == mine));
             modules[i] = Some(match same {
                 Some(j) => modules[j].clone().unwrap_or_default(),
                 None => names[i].clone(),
