@@ -138,21 +138,15 @@ pub fn build<'m>(
     let sections = directory_sections(server, vscope);
     let mut nested: Vec<&'m Scope> = Vec::new();
     for level in levels {
-        let depth = if level.is_empty() { 1 } else { level.matches('/').count() + 1 };
-        for (scope, path) in &sections {
+        for (scope, path) in sections_at(&sections, level) {
             let sec = path.trim_end_matches('/');
-            let sec_depth = if sec.is_empty() { 1 } else { sec.matches('/').count() + 1 };
-            if sec_depth == depth
-                && crate::model::htaccess::directory_matches(path, if level.is_empty() { "/" } else { level })
-            {
-                trace.push(Step {
-                    at: Some(scope.at),
-                    depth: 0,
-                    text: format!("applies {}", describe_scope(scope)),
-                });
-                apply(&mut dc, scope, &format!("{sec}/"), t);
-                nested.push(scope);
-            }
+            trace.push(Step {
+                at: Some(scope.at),
+                depth: 0,
+                text: format!("applies {}", describe_scope(scope)),
+            });
+            apply(&mut dc, scope, &format!("{sec}/"), t);
+            nested.push(scope);
         }
         let dir = if level.is_empty() { "" } else { level };
         for h in model.htaccess.iter().filter(|h| h.dir == dir && h.host_ids.contains(&vhost)) {
@@ -452,6 +446,21 @@ fn merge_options(options: &mut u8, st: &crate::model::settings::Settings) {
 /// cannot allow a link (measured: `<DirectoryMatch>` with FollowSymLinks over a folder
 /// whose `<Directory>` says `Options None` still refuses its links).  `None` when a
 /// .htaccess on the way is broken: Apache stops there with 500 before it looks further.
+/// The non-regex `<Directory>` sections Apache's walk applies at `level` (a folder, "" for
+/// the root): those as deep as it whose path matches it.
+fn sections_at<'s, 'm>(
+    sections: &'s [(&'m Scope, String)],
+    level: &'s str,
+) -> impl Iterator<Item = &'s (&'m Scope, String)> {
+    let depth = if level.is_empty() { 1 } else { level.matches('/').count() + 1 };
+    sections.iter().filter(move |(_, path)| {
+        let sec = path.trim_end_matches('/');
+        let sec_depth = if sec.is_empty() { 1 } else { sec.matches('/').count() + 1 };
+        sec_depth == depth
+            && crate::model::htaccess::directory_matches(path, if level.is_empty() { "/" } else { level })
+    })
+}
+
 pub fn walk_options(model: &Model, vhost: Option<usize>, dir: &str) -> Option<u8> {
     let server = &model.server;
     let vscope = vhost.map(|i| &model.vhosts[i].scope);
@@ -464,15 +473,8 @@ pub fn walk_options(model: &Model, vhost: Option<usize>, dir: &str) -> Option<u8
     let mut levels: Vec<&str> = ancestors(dir).collect();
     levels.reverse();
     for level in levels {
-        let depth = if level.is_empty() { 1 } else { level.matches('/').count() + 1 };
-        for (scope, path) in &sections {
-            let sec = path.trim_end_matches('/');
-            let sec_depth = if sec.is_empty() { 1 } else { sec.matches('/').count() + 1 };
-            if sec_depth == depth
-                && crate::model::htaccess::directory_matches(path, if level.is_empty() { "/" } else { level })
-            {
-                merge_options(&mut options, &scope.settings);
-            }
+        for (scope, _) in sections_at(&sections, level) {
+            merge_options(&mut options, &scope.settings);
         }
         for h in model.htaccess.iter().filter(|h| h.dir == level && h.host_ids.contains(&vhost)) {
             match (h.status, &h.scope) {
