@@ -254,6 +254,10 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         lua_dir.join("lighten_re.lua"),
         include_str!("../../templates/lua/lighten_re.lua").to_string(),
     ));
+    files.push((
+        lua_dir.join("lighten_plans.lua"),
+        include_str!("../../templates/lua/lighten_plans.lua").to_string(),
+    ));
     files.push((lua_dir.join("lighten_mime.lua"), mime));
     // Each compiled module once, with the hosts that use it named at its top.
     for (i, c) in compiled.iter().enumerate() {

@@ -170,6 +170,7 @@ end
 
 -- What the evaluation in progress has read (see "the decision cache" at M.physical).
 local reads
+local plans = require("lighten_plans")
 
 local function stat(path)
   local st = lighty.c.stat(path)
@@ -178,15 +179,16 @@ local function stat(path)
     kind = st.is_file and "file" or (st.is_dir and "dir" or "other")
     size, exec = st.st_size, (st.st_mode & 73) ~= 0
   end
-  local rd = reads
-  if rd and not rd.seen[path] then
-    rd.seen[path] = true
-    local n = #rd.paths + 1
-    rd.paths[n], rd.kinds[n], rd.sizes[n], rd.execs[n] = path, kind, size, exec
-  end
+  if reads then plans.saw(reads, path, kind .. " " .. size .. (exec and " x" or "")) end
   return kind, size, exec
 end
 M.stat = stat
+
+-- What the decision cache checks of a path: its kind, size and executable bit.
+local function fact_of(path)
+  local kind, size, exec = stat(path)
+  return kind .. " " .. size .. (exec and " x" or "")
+end
 
 -- Apache's directory walk: the longest prefix that is a directory, then the next
 -- component as the filename, the rest as PATH_INFO.
@@ -1579,57 +1581,11 @@ local function apply_headers(cx, dc, status, ctype)
 end
 
 -- Entry for magnet.attract-physical-path-to: `site` is the data, `n` the vhost.
--- The decision cache, as lighten_core.lua's: what `run` decides is a function of what
--- it reads.  The key holds the method, request-target and scheme, the client's and the
--- server's address, the user lighttpd authenticated and the password file it used; the
--- request headers run reads are noted with their values, the paths it stats with their
--- kind, size and executable bit.  A later request with the same key, the same values
--- and the same files gets the same outcome.  The time, a folder's listing, a trace and a
--- refusal are not kept.  At most 4 outcomes a key and 256 keys a host.
-local PLAN_KEYS, PLANS_A_KEY, PLAN_TARGET, PLAN_HEADERS = 256, 4, 512, 2048
-
-local function plan_for(plans, key, headers)
-  local list = plans and plans[key]
-  if not list then return nil end
-  for i = 1, #list do
-    local p = list[i]
-    local ok = true
-    for j = 1, #p.hn do
-      if (headers[p.hn[j]] or false) ~= p.hv[j] then
-        ok = false
-        break
-      end
-    end
-    if ok then
-      for j = 1, #p.paths do
-        local k, size, exec = stat(p.paths[j])
-        if k ~= p.kinds[j] or size ~= p.sizes[j] or exec ~= p.execs[j] then
-          ok = false
-          break
-        end
-      end
-      if ok then return p end
-    end
-  end
-  return nil
-end
-
-local function keep_plan(v, key, plan)
-  local plans = v.plans
-  if not plans or plans.n >= PLAN_KEYS then
-    plans = { n = 0 }
-    v.plans = plans
-  end
-  local list = plans[key]
-  if not list then
-    list = {}
-    plans[key] = list
-    plans.n = plans.n + 1
-  end
-  if #list >= PLANS_A_KEY then table.remove(list, 1) end
-  list[#list + 1] = plan
-end
-
+-- The decision cache (lighten_plans.lua).  The key holds the method, request-target
+-- and scheme, the client's and the server's address, the user lighttpd authenticated and
+-- the password file it used (the interpreter reads them in many places); each path is
+-- checked for its kind, size and executable bit.  The time, a folder's listing, a trace
+-- and a refusal are not kept.
 function M.physical(l, site, n)
   lighty = l
   reads = nil
@@ -1649,25 +1605,16 @@ function M.physical(l, site, n)
   -- lighten's own marker (lighttpd.conf's auth blocks set it), not for the backend.
   if cx.auth_file then headers["X-Lighten-Auth-File"] = "" end
   if site.trace then cx.trace = {} end
-  local key = not cx.trace and #cx.target <= PLAN_TARGET and table.concat({
+  local key = not cx.trace and #cx.target <= plans.TARGET and table.concat({
     cx.https and "s" or "-", cx.method, cx.target, cx.remote, cx.server_addr, cx.user or "", cx.auth_file or "",
   }, "\0") or nil
-  local p = key and plan_for(cx.v.plans, key, headers)
+  local p = key and plans.find(cx.v, key, headers, fact_of)
   local ok, o
   if p then
     ok, o, cx = true, p.o, p.cx
   else
-    local hn, hv, hseen, hbytes = {}, {}, {}, 0
-    cx.headers = setmetatable({}, { __index = function(_, name)
-      local v = headers[name]
-      if not hseen[name] then
-        hseen[name] = true
-        hn[#hn + 1], hv[#hv + 1] = name, v or false
-        if v then hbytes = hbytes + #v end
-      end
-      return v
-    end })
-    local rd = { seen = {}, paths = {}, kinds = {}, sizes = {}, execs = {} }
+    local rd = plans.reads()
+    cx.headers = plans.recorder(headers, rd)
     reads = rd
     ok, o = xpcall(cx.run, function(e)
       if getmetatable(e) == Untranslatable then return e end
@@ -1675,10 +1622,7 @@ function M.physical(l, site, n)
     end, cx)
     reads = nil
     cx.headers = nil
-    if ok and key and not rd.no and hbytes <= PLAN_HEADERS then
-      keep_plan(cx.v, key, { hn = hn, hv = hv, paths = rd.paths, kinds = rd.kinds, sizes = rd.sizes,
-        execs = rd.execs, o = o, cx = cx })
-    end
+    if ok and key then plans.keep(cx.v, key, rd, { o = o, cx = cx }) end
   end
   if cx.trace then
     for _, step in ipairs(cx.trace) do

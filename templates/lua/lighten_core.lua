@@ -28,6 +28,7 @@ local lighty
 local byte, sub, find, lower, format = string.byte, string.sub, string.find, string.lower, string.format
 
 local MAX_REDIRECTS = 10
+local plans = require("lighten_plans")
 
 -- What the evaluation in progress has read (see "the decision cache" below), or nil.
 local reads
@@ -195,12 +196,7 @@ local function stat(path)
   else
     k = "other"
   end
-  local rd = reads
-  if rd and not rd.seen[path] then
-    rd.seen[path] = true
-    local n = #rd.paths + 1
-    rd.paths[n], rd.kinds[n] = path, k
-  end
+  if reads then plans.saw(reads, path, k) end
   return k
 end
 
@@ -698,9 +694,19 @@ local function handler(dc, fname)
   return found
 end
 
+-- The site's memo `name` (entries counted in `n`), afresh once it holds MEMO_LIMIT.
+local MEMO_LIMIT = 4096
+local function memo_of(site, name)
+  local memo = site[name]
+  if not memo or memo.n >= MEMO_LIMIT then
+    memo = { n = 0 }
+    site[name] = memo
+  end
+  return memo
+end
+
 -- The compiled configuration of a folder and a name in it (site.dirconf), remembered per
 -- site: the records are constants, and a busy site asks for the same few again and again.
-local MEMO_LIMIT = 4096
 local function dirconf(site, dir, base)
   local memo = site.memo
   if not memo then
@@ -727,12 +733,7 @@ end
 
 -- The configuration for a walked path, remembered by the path itself.
 local function config_for(site, fname, kind)
-  local key = kind == "dir" and "paths_dir" or "paths"
-  local memo = site[key]
-  if not memo or memo.n >= MEMO_LIMIT then
-    memo = { n = 0 }
-    site[key] = memo
-  end
+  local memo = memo_of(site, kind == "dir" and "paths_dir" or "paths")
   local dc = memo[fname]
   if dc then return dc end
   -- <Files> see the name after the last slash, as Apache's file walk takes it: "" for
@@ -1020,11 +1021,7 @@ end
 -- The same, remembered per path and configuration when no [T=] forces a type.
 local function content_type(site, dc, path, forced)
   if forced then return content_type_of(site, dc, path, forced) end
-  local memo = site.ctypes
-  if not memo or memo.n >= MEMO_LIMIT then
-    memo = { n = 0 }
-    site.ctypes = memo
-  end
+  local memo = memo_of(site, "ctypes")
   local e = memo[path]
   if e and e[3] == dc then return e[1], e[2] end
   local t, enc = content_type_of(site, dc, path, nil)
@@ -1125,11 +1122,7 @@ local function plain_file(l, site, target, method)
   if stat(path) ~= "file" then return nil end
   if site.links and through_links(site.links, path) ~= path then return nil end
   -- What the configuration says of the path, remembered (bounded, as the other memos).
-  local memo = site.plain
-  if not memo or memo.n >= MEMO_LIMIT then
-    memo = { n = 0 }
-    site.plain = memo
-  end
+  local memo = memo_of(site, "plain")
   local dc = memo[path]
   if dc == nil then
     dc = config_for(site, path, "file")
@@ -1180,95 +1173,34 @@ local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
 end
 
 ---------------------------------------------------------------------------------------
--- the decision cache
+-- the decision cache (lighten_plans.lua)
 --
--- `run` is a function of what it reads: the method, the request-target and the scheme;
--- the request headers it looks at; and what the directory walk, the file tests and the
--- DirectoryIndex lookups find on disk (kinds only: file, folder, other, missing).  An
--- evaluation records those reads; its outcome is kept with them under the method,
--- target and scheme, and answers the next request with the same key when every recorded
--- header has the same value and every recorded path the same kind (a stat each, as the
--- evaluation itself would do).  Whatever cannot be checked that way (a file's size or
--- mode, the time, the client's address, a folder's listing, PCRE2's limits) makes the
--- evaluation uncacheable.  At most 4 outcomes a key and 256 keys a site, then it starts
--- afresh; a target over 512 bytes or headers read over 2 KB are not kept.
+-- `run` reads the method, the request-target and the scheme (the key), the request
+-- headers it looks at, and the kinds (file, folder, other, missing) of what the
+-- directory walk, the file tests and the DirectoryIndex lookups stat.  Whatever it
+-- cannot check that way (a file's size or mode, the time, the client's address, a
+-- folder's listing, PCRE2's limits) makes the evaluation uncacheable.
 
-local PLAN_KEYS, PLANS_A_KEY, PLAN_TARGET, PLAN_HEADERS = 256, 4, 512, 2048
-
-local function plan_for(site, key, headers)
-  local list = site.plans and site.plans[key]
-  if not list then return nil end
-  for i = 1, #list do
-    local p = list[i]
-    local hn, hv = p.hn, p.hv
-    local ok = true
-    for j = 1, #hn do
-      if (headers[hn[j]] or false) ~= hv[j] then
-        ok = false
-        break
-      end
-    end
-    if ok then
-      local paths, kinds = p.paths, p.kinds
-      for j = 1, #paths do
-        if stat(paths[j]) ~= kinds[j] then
-          ok = false
-          break
-        end
-      end
-      if ok then return p end
-    end
-  end
-  return nil
-end
-
-local function keep_plan(site, key, plan)
-  local plans = site.plans
-  if not plans or plans.n >= PLAN_KEYS then
-    plans = { n = 0 }
-    site.plans = plans
-  end
-  local list = plans[key]
-  if not list then
-    list = {}
-    plans[key] = list
-    plans.n = plans.n + 1
-  end
-  if #list >= PLANS_A_KEY then table.remove(list, 1) end
-  list[#list + 1] = plan
-end
-
--- `run`, or what it answered last time for the same reads.  The request headers are read
--- through a table that notes each name and value; the outcome is `cx`, kept read-only.
+-- `run`, or what it answered last time for the same reads; the outcome is `cx`, kept
+-- read-only.
 local function decide(site, r, method, target, https)
-  local key = #target <= PLAN_TARGET and ((https and "s " or "- ") .. method .. " " .. target) or nil
+  local key = #target <= plans.TARGET and ((https and "s " or "- ") .. method .. " " .. target) or nil
   local headers = r.req_header
   if key then
-    local p = plan_for(site, key, headers)
+    local p = plans.find(site, key, headers, stat)
     if p then return p.cx, p.status, p.vary end
   end
-  local hn, hv, hseen, hbytes = {}, {}, {}, 0
+  local rd = plans.reads()
   local cx = {
     site = site, https = https, method = method, orig_method = method, target = target,
-    headers = setmetatable({}, { __index = function(_, name)
-      local v = headers[name]
-      if not hseen[name] then
-        hseen[name] = true
-        hn[#hn + 1], hv[#hv + 1] = name, v or false
-        if v then hbytes = hbytes + #v end
-      end
-      return v
-    end }),
+    headers = plans.recorder(headers, rd),
   }
-  local rd = { seen = {}, paths = {}, kinds = {} }
   reads = rd
   local status = run(cx)
   reads = nil
   cx.headers = nil
   local vary = cx.vary and table.concat(cx.vary, ", ")
-  if key and not rd.no and hbytes <= PLAN_HEADERS then
-    keep_plan(site, key, { hn = hn, hv = hv, paths = rd.paths, kinds = rd.kinds, cx = cx, status = status, vary = vary })
-  end
+  if key then plans.keep(site, key, rd, { cx = cx, status = status, vary = vary }) end
   return cx, status, vary
 end
 
