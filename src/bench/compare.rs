@@ -77,6 +77,10 @@ pub struct Run {
     pub mean_rss_mb: f64,
     pub peak_cpu_cores: f64,
     pub mean_cpu_cores: f64,
+    /// The server's CPU time (user + system, its whole process tree) per completed
+    /// request, in microseconds: what a run costs the server, steadier than requests per
+    /// second on a machine whose other tenants take turns on the cores.
+    pub cpu_per_request_us: f64,
     pub max_processes: usize,
 }
 
@@ -122,6 +126,7 @@ pub struct ServerResult {
     /// The highest CPU use over one sampling interval, in cores (the tables' "Max Load").
     pub peak_cpu_cores: f64,
     pub mean_cpu_cores: Spread,
+    pub cpu_per_request_us: Spread,
     /// Latency of every request of every run, merged.
     #[serde(skip)]
     pub latency: Latency,
@@ -264,6 +269,7 @@ fn figures(r: &Report, s: &ServerStats) -> Run {
         mean_rss_mb: mb(s.mean_rss_bytes),
         peak_cpu_cores: s.peak_cpu_cores,
         mean_cpu_cores: s.mean_cpu_cores,
+        cpu_per_request_us: if r.complete > 0 { s.cpu_seconds * 1e6 / r.complete as f64 } else { f64::NAN },
         max_processes: s.max_processes,
     }
 }
@@ -291,6 +297,7 @@ fn summarize(
         mean_rss_mb: of(|r| r.mean_rss_mb),
         peak_cpu_cores: runs.iter().map(|r| r.peak_cpu_cores).fold(0.0, f64::max),
         mean_cpu_cores: of(|r| r.mean_cpu_cores),
+        cpu_per_request_us: of(|r| r.cpu_per_request_us),
         runs,
         latency,
         memory,
@@ -380,6 +387,9 @@ fn rows(l: &LoadResult, repeats: usize) -> Vec<(String, Vec<String>, String)> {
         row("Mean memory (MB)", &|x| sep(x.mean_rss_mb.median, 1), &|x| x.mean_rss_mb.median),
         row("Max load (CPU cores)", &|x| sep(x.peak_cpu_cores, 2), &|x| x.peak_cpu_cores),
         row("Mean load (CPU cores)", &|x| sep(x.mean_cpu_cores.median, 2), &|x| x.mean_cpu_cores.median),
+        row("CPU per request (us)", &|x| fmt_spread(&x.cpu_per_request_us, 2, repeats), &|x| {
+            x.cpu_per_request_us.median
+        }),
     ]
 }
 

@@ -116,13 +116,25 @@ fn tier_note(site: &Site, n: usize) -> String {
     }
 }
 
-/// `magnet.attract-response-start-to` for host `n` (1-based): empty when it has no
-/// response-start work (an empty list also undoes the main server's default).
-fn response_hook(site: &Site, lua: &str, n: usize) -> String {
-    if site.response_hooks.get(n - 1).copied().unwrap_or(true) {
-        format!("( {} )", q(&format!("{lua}/response{n}.lua")))
+/// `magnet.attract-response-start-to` for host `n` (1-based), as lines at `indent`: an
+/// empty list when it has no response-start work (which also undoes the main server's
+/// default), else the hook; for a compiled host, for every response but those
+/// lighten_core.lua sent whole at the physical-path stage, which it marks in uri.scheme
+/// (a static file does not enter Lua a second time).
+fn response_hook(site: &Site, lua: &str, n: usize, indent: &str) -> String {
+    if !site.response_hooks.get(n - 1).copied().unwrap_or(true) {
+        return format!("{indent}magnet.attract-response-start-to = ( )\n");
+    }
+    let hook = q(&format!("{lua}/response{n}.lua"));
+    if matches!(site.tiers.get(n - 1), Some(Ok(_))) {
+        format!(
+            "{indent}magnet.attract-response-start-to = ( )\n\
+             {indent}$HTTP[\"scheme\"] != \"lighten-sent\" {{\n\
+             {indent}  magnet.attract-response-start-to = ( {hook} )\n\
+             {indent}}}\n"
+        )
     } else {
-        "( )".to_string()
+        format!("{indent}magnet.attract-response-start-to = ( {hook} )\n")
     }
 }
 
@@ -346,7 +358,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         "magnet.attract-physical-path-to = ( {} )",
         q(&format!("{lua}/vhost{}.lua", hosts.len()))
     );
-    let _ = writeln!(out, "magnet.attract-response-start-to = {}", response_hook(site, &lua, hosts.len()));
+    out.push_str(&response_hook(site, &lua, hosts.len(), ""));
     out.push_str(&php_block(model, None, hosts.len(), &exts, opts, "", &need));
 
     // Virtual hosts per listener.
@@ -420,7 +432,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             };
             let auth = auth_block(model, h, &docroot_apache(model, h), opts, &mut Vec::new(), &need);
             format!(
-                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n    magnet.attract-response-start-to = {}\n{links}{php}{auth}",
+                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n{}{links}{php}{auth}",
                 match h {
                     Some(i) => format!(
                         "vhost {} ({}){}",
@@ -432,7 +444,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                 },
                 q(&docroot),
                 q(&format!("{lua}/vhost{}.lua", n + 1)),
-                response_hook(site, &lua, n + 1),
+                response_hook(site, &lua, n + 1, "    "),
             )
         };
         let mut first_cond = true;

@@ -1108,32 +1108,58 @@ local function finish(rh, site, dc, status, mtime, len, nogzip)
   end
 end
 
--- Entry for magnet.attract-physical-path-to: `site` is the compiled module.
+-- What lighttpd's uri.scheme holds once the physical-path stage has sent a response
+-- whole (a static file with its headers): lighttpd.conf attaches the response-start
+-- hook only where the scheme is not this, so such a response does not enter Lua again.
+-- No request can carry it (lighttpd sets the scheme from the connection, "http" or
+-- "https"), and nothing after the physical-path stage reads it for a sent file.
+local SENT = "lighten-sent"
+
 -- The static file a request names, when the whole of `run` would come to serving it as
 -- it is: a path with nothing to decode or normalise and no query, naming an existing
 -- regular file whose configuration denies nothing, sets no variable and has no rule that
 -- could change it (files_pass), not handled by PHP. Else nil, and `run` decides.
-local function plain_file(l, site, target, method)
-  if method == "TRACE" or site.early_env or #target > 256 or byte(target, -1) == 47
-    or find(target, "[%%?#]") or find(target, "/[/.]") then
-    return nil
+--
+-- What the configuration says of a target is a constant, remembered (bounded, as the
+-- other memos): { path, configuration, Content-Type, Content-Encoding, whole }, `whole`
+-- when mod_expires, mod_headers and mod_deflate have nothing to add to the file's 200;
+-- false for a target this does not serve.  Whether the file exists is asked every time.
+local function plain_target(site, target)
+  if site.early_env or #target > 256 or byte(target, -1) == 47
+    or find(target, "%", 1, true) or find(target, "?", 1, true) or find(target, "#", 1, true)
+    or find(target, "//", 1, true) or find(target, "/.", 1, true) then
+    return false
   end
   local path = site.docroot .. target
-  if stat(path) ~= "file" then return nil end
-  if site.links and through_links(site.links, path) ~= path then return nil end
-  -- What the configuration says of the path, remembered (bounded, as the other memos).
-  local memo = memo_of(site, "plain")
-  local dc = memo[path]
-  if dc == nil then
-    dc = config_for(site, path, "file")
-    if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
-      or handler(dc, path) == "php" then
-      dc = false
-    end
-    memo[path], memo.n = dc, memo.n + 1
+  local dc = config_for(site, path, "file")
+  if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
+    or handler(dc, path) == "php" then
+    return false
   end
-  if not dc then return nil end
-  return path, dc
+  local ctype, enc = content_type_of(site, dc, path, nil)
+  local whole = not (dc.expires or dc.headers)
+  if whole and ctype and next(site.deflate) then
+    local _, dkey = type_key(ctype)
+    if site.deflate[dkey] then whole = false end
+  end
+  return { path, dc, ctype, enc, whole }
+end
+
+local function plain_file(site, target, method)
+  if method == "TRACE" then return nil end
+  local memo = site.plain
+  local e = memo and memo[target]
+  if e == nil then
+    memo = memo_of(site, "plain")
+    e = plain_target(site, target)
+    memo[target], memo.n = e, memo.n + 1
+  end
+  if not e then return nil end
+  local path = e[1]
+  local st = raw_stat(path)
+  if not (st and st.is_file) then return nil end
+  if site.links and through_links(site.links, path) ~= path then return nil end
+  return e
 end
 
 -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires give
@@ -1168,7 +1194,24 @@ local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
       rh[k] = v
     end
   end
-  r.req_env["lighten.done"] = "1"
+  attr["uri.scheme"] = SENT
+  return status
+end
+
+-- The same for a plain_file answer `e`, its headers worked out once.  lighttpd's own
+-- physical.path is already the file's (the document root and the target as they are),
+-- and the file sent is the one stat'ed.
+local function send_plain(l, site, e, target)
+  local dc = e[2]
+  if not e[5] then return send_file(l, site, dc, e[1], target, nil, nil) end
+  local r = l.r
+  local rh = r.resp_header
+  local ctype, enc = e[3], e[4]
+  if ctype then rh["Content-Type"] = ctype end
+  if enc then rh["Content-Encoding"] = enc end
+  local status = raw_stat(e[1])["http-response-send-file"]
+  if dc.etag_none then rh["ETag"] = "" end
+  if site.finish then r.req_attr["uri.scheme"] = SENT end
   return status
 end
 
@@ -1204,6 +1247,7 @@ local function decide(site, r, method, target, https)
   return cx, status, vary
 end
 
+-- Entry for magnet.attract-physical-path-to: `site` is the compiled module.
 function M.physical(l, site)
   lighty = l
   last_path, last_st = nil, nil
@@ -1212,8 +1256,8 @@ function M.physical(l, site)
   local attr = r.req_attr
   local method = attr["request.method"]
   local target = attr["request.orig-uri"] or attr["request.uri"]
-  local path, pdc = plain_file(l, site, target, method)
-  if path then return send_file(l, site, pdc, path, target, nil, nil) end
+  local plain = plain_file(site, target, method)
+  if plain then return send_plain(l, site, plain, target) end
   local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
   local served = status == 200 and cx.served
   if served == "file" then
@@ -1277,8 +1321,9 @@ function M.response(l, site)
   lighty = l
   last_path, last_st = nil, nil
   local r = l.r
-  if r.req_env["lighten.done"] then return 0 end
-  local path = r.req_attr["physical.path"]
+  local attr = r.req_attr
+  if attr["uri.scheme"] == SENT then return 0 end
+  local path = attr["physical.path"]
   if not path then return 0 end
   -- A link's target handed to lighttpd: the configuration is the link's.
   if site.links then

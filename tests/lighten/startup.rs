@@ -126,6 +126,12 @@ fn start(line: &str, prefix: Option<&[&str]>) -> Started {
 
 /// `GET path` with `host` until the server answers (10 s at most): status and body.
 fn get(port: u16, host: &str, path: &str) -> (u16, Vec<u8>) {
+    let (status, _, body) = get_full(port, host, path);
+    (status, body)
+}
+
+/// The same with the response's head (status line and headers) as text.
+fn get_full(port: u16, host: &str, path: &str) -> (u16, String, Vec<u8>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
@@ -135,8 +141,10 @@ fn get(port: u16, host: &str, path: &str) -> (u16, Vec<u8>) {
             let _ = s.read_to_end(&mut buf);
             let text = String::from_utf8_lossy(&buf);
             if let Some(status) = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()) {
-                let body = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| buf[i + 4..].to_vec());
-                return (status, body.unwrap_or_default());
+                let end = buf.windows(4).position(|w| w == b"\r\n\r\n");
+                let head = String::from_utf8_lossy(&buf[..end.unwrap_or(buf.len())]).into_owned();
+                let body = end.map(|i| buf[i + 4..].to_vec());
+                return (status, head, body.unwrap_or_default());
             }
         }
         assert!(Instant::now() < deadline, "nothing answers on 127.0.0.1:{port}");
@@ -591,4 +599,60 @@ fn kept_decisions_follow_the_disk(interpreted: bool) {
     std::fs::remove_file(&late).unwrap();
     settle();
     assert_eq!(get(port, "example.test", "/late.txt").0, 503);
+}
+
+/// What lighten_core.lua sends whole at the physical-path stage (a static file with the
+/// headers of its folder, WP Super Cache's page) is marked so that lighttpd skips the
+/// response-start hook for it; every other answer still gets the hook. The hook scripts
+/// are swapped for one that labels the responses it sees.
+#[test]
+fn a_file_sent_whole_skips_the_response_hook_and_nothing_else_does() {
+    if !lighttpd_here() {
+        return;
+    }
+    let (dir, root) = open_copy("wp-super-cache");
+    let site = root.join("var/www/html");
+    let out = dir.path().join("out");
+    let port = free_port();
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        &root.to_string_lossy(),
+        "--server-name",
+        "example.test",
+        &site.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--php-backend",
+        &format!("127.0.0.1:{}", free_port()),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert!(conf.contains("$HTTP[\"scheme\"] != \"lighten-sent\""), "{conf}");
+    let mut hooks = 0;
+    for e in std::fs::read_dir(out.join("lua")).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("response") {
+            std::fs::write(&p, "lighty.r.resp_header[\"X-Hook\"] = \"ran\"\nreturn 0\n").unwrap();
+            hooks += 1;
+        }
+    }
+    assert!(hooks > 0, "no response-start scripts in {}", out.display());
+    let _server = start(&run_line(&r), None);
+    for path in ["/wp-content/uploads/2024/beach.jpg", "/wp-content/themes/twentytwentyfour/style.css", "/"] {
+        let (status, head, _) = get_full(port, "example.test", path);
+        assert_eq!(status, 200, "{path}: {head}");
+        assert!(!head.contains("X-Hook"), "{path} went through the response hook: {head}");
+    }
+    // WP Super Cache's page carries its folder's headers, set before it was sent.
+    let (_, head, _) = get_full(port, "example.test", "/");
+    assert!(head.contains("Cache-Control: max-age=3, must-revalidate"), "{head}");
+    // PHP (503: no backend listens) and a denial.
+    for (path, want) in [("/index.php", 503), ("/.htaccess", 403)] {
+        let (status, head, _) = get_full(port, "example.test", path);
+        assert_eq!(status, want, "{path}: {head}");
+        assert!(head.contains("X-Hook: ran"), "{path} skipped the response hook: {head}");
+    }
 }
