@@ -79,8 +79,9 @@ pub struct Run {
     pub mean_cpu_cores: f64,
     /// The server's CPU time (user + system, its whole process tree) per completed
     /// request, in microseconds: what a run costs the server, steadier than requests per
-    /// second on a machine whose other tenants take turns on the cores.
-    pub cpu_per_request_us: f64,
+    /// second on a machine whose other tenants take turns on the cores. None when the run
+    /// used under half a CPU second: the kernel counts in hundredths, too coarse then.
+    pub cpu_per_request_us: Option<f64>,
     pub max_processes: usize,
 }
 
@@ -269,7 +270,8 @@ fn figures(r: &Report, s: &ServerStats) -> Run {
         mean_rss_mb: mb(s.mean_rss_bytes),
         peak_cpu_cores: s.peak_cpu_cores,
         mean_cpu_cores: s.mean_cpu_cores,
-        cpu_per_request_us: if r.complete > 0 { s.cpu_seconds * 1e6 / r.complete as f64 } else { f64::NAN },
+        cpu_per_request_us: (r.complete > 0 && s.cpu_seconds >= 0.5)
+            .then(|| s.cpu_seconds * 1e6 / r.complete as f64),
         max_processes: s.max_processes,
     }
 }
@@ -297,7 +299,7 @@ fn summarize(
         mean_rss_mb: of(|r| r.mean_rss_mb),
         peak_cpu_cores: runs.iter().map(|r| r.peak_cpu_cores).fold(0.0, f64::max),
         mean_cpu_cores: of(|r| r.mean_cpu_cores),
-        cpu_per_request_us: of(|r| r.cpu_per_request_us),
+        cpu_per_request_us: of(|r| r.cpu_per_request_us.unwrap_or(f64::NAN)),
         runs,
         latency,
         memory,
@@ -387,9 +389,18 @@ fn rows(l: &LoadResult, repeats: usize) -> Vec<(String, Vec<String>, String)> {
         row("Mean memory (MB)", &|x| sep(x.mean_rss_mb.median, 1), &|x| x.mean_rss_mb.median),
         row("Max load (CPU cores)", &|x| sep(x.peak_cpu_cores, 2), &|x| x.peak_cpu_cores),
         row("Mean load (CPU cores)", &|x| sep(x.mean_cpu_cores.median, 2), &|x| x.mean_cpu_cores.median),
-        row("CPU per request (us)", &|x| fmt_spread(&x.cpu_per_request_us, 2, repeats), &|x| {
-            x.cpu_per_request_us.median
-        }),
+        row(
+            "CPU per request (us)",
+            &|x| {
+                // Spread::of leaves out the runs too short to tell: all of them, a zero.
+                if x.cpu_per_request_us.max > 0.0 {
+                    fmt_spread(&x.cpu_per_request_us, 1, repeats)
+                } else {
+                    "-".into()
+                }
+            },
+            &|x| if x.cpu_per_request_us.max > 0.0 { x.cpu_per_request_us.median } else { f64::NAN },
+        ),
     ]
 }
 

@@ -572,8 +572,21 @@ impl Site<'_> {
         let server = self.scope(&model.server);
         let mut vhosts = Value::table();
         let hosts = super::conf::hosts(model);
+        // Hosts whose data is the same but for where it was written (an IPv4 and an IPv6
+        // vhost of one site) decide the same: lighten_hosts.lua may run either as the first.
+        let mut seen: Vec<String> = Vec::new();
+        self.same_data.clear();
         for h in &hosts {
             let v = self.vhost(model, *h);
+            let key: String = v
+                .render(0)
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("at = "))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let first = seen.iter().position(|k| *k == key).unwrap_or(seen.len());
+            self.same_data.push(first + 1);
+            seen.push(key);
             vhosts.push(v);
         }
         let mut out = String::new();

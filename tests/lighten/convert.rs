@@ -107,9 +107,14 @@ fn every_fixture_converts_to_a_setup_lighttpd_and_lua_accept() {
                 "convert-wp-super-cache-example_test.lua",
                 read_normalized(a.path(), "lua/example_test.lua")
             );
+            // Which host a request is for, and the physical-path stage every host shares.
             insta::assert_snapshot!(
-                "convert-wp-super-cache-vhost1.lua",
-                read_normalized(a.path(), "lua/vhost1.lua")
+                "convert-wp-super-cache-lighten_hosts.lua",
+                read_normalized(a.path(), "lua/lighten_hosts.lua")
+            );
+            insta::assert_snapshot!(
+                "convert-wp-super-cache-physical.lua",
+                read_normalized(a.path(), "lua/physical.lua")
             );
         }
     }
