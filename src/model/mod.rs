@@ -618,7 +618,7 @@ fn alias_targets_of(a: &alias::Alias) -> String {
 }
 
 /// `AccessFileName` in force: the vhost's, else the main server's, else `.htaccess`.
-fn access_names(server: &Scope, vhost: Option<&Scope>) -> Vec<String> {
+pub fn access_names(server: &Scope, vhost: Option<&Scope>) -> Vec<String> {
     vhost
         .and_then(|v| v.settings.host().access_file_names.as_ref())
         .or(server.settings.host().access_file_names.as_ref())

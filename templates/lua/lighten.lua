@@ -1434,6 +1434,7 @@ function Ctx:run()
   if qpos then rawpath, query = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
   local uri, err = decode_path(rawpath)
   if not uri then return done(err) end
+  self.asked = self:docroot() .. uri
   for _, s in ipairs({ self.site.server, self.v.scope }) do
     for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, uri) end
   end
@@ -1635,6 +1636,14 @@ function M.physical(l, site, n)
       return 403
     end
     error(o, 0)
+  end
+  -- An .htaccess on the way to what was asked for, or to what answers, written since the
+  -- conversion (lighten_plans.lua): refused until the site is converted again.
+  if cx.asked and plans.htaccess_changed(parent(cx.asked), lighty.c.stat) then return 503 end
+  local answered = o.served and (o.served.script or o.served.path or o.served.dir) or cx.filename
+  if type(answered) == "string" and byte(answered, 1) == 47
+    and plans.htaccess_changed(parent(answered), lighty.c.stat) then
+    return 503
   end
   if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end
   -- hand the environment to the backend (E=, SetEnvIf, REDIRECT_*)

@@ -956,6 +956,7 @@ local function run(cx)
   if qpos then rawpath, args = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
   local uri, err = decode_path(rawpath)
   if not uri then return err end
+  cx.asked = cx.site.docroot .. uri
   if cx.site.early_env then
     cx.uri = uri
     cx.site.early_env(cx)
@@ -1142,7 +1143,7 @@ local function plain_target(site, target)
     local _, dkey = type_key(ctype)
     if site.deflate[dkey] then whole = false end
   end
-  return { path, dc, ctype, enc, whole }
+  return { path, dc, ctype, enc, whole, parent(path) }
 end
 
 local function plain_file(site, target, method)
@@ -1257,8 +1258,21 @@ function M.physical(l, site)
   local method = attr["request.method"]
   local target = attr["request.orig-uri"] or attr["request.uri"]
   local plain = plain_file(site, target, method)
-  if plain then return send_plain(l, site, plain, target) end
+  if plain then
+    if plans.htaccess_changed(plain[6], l.c.stat) then return 503 end
+    return send_plain(l, site, plain, target)
+  end
   local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
+  -- An .htaccess on the way to what was asked for, or to what answers, written since the
+  -- conversion (lighten_plans.lua): refused until the site is converted again.
+  local asked = cx.asked
+  if asked and plans.htaccess_changed(parent(asked), l.c.stat) then
+    return 503
+  end
+  local answered = cx.script or cx.path or cx.filename
+  if answered and byte(answered, 1) == 47 and plans.htaccess_changed(parent(answered), l.c.stat) then
+    return 503
+  end
   local served = status == 200 and cx.served
   if served == "file" then
     return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary)

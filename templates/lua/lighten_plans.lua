@@ -93,4 +93,90 @@ function M.keep(owner, key, rd, outcome)
   list[#list + 1] = outcome
 end
 
+---------------------------------------------------------------------------------------
+-- The safety net for .htaccess files written after the conversion (issue: a security
+-- plugin adds a deny rule while the site runs).  lighten_htaccess.lua, generated, has the
+-- files the conversion read (inode, size, modification time) and the folders where
+-- Apache reads them.  `htaccess_changed(dir, stat)` looks at every such folder from `dir`
+-- up: a file that changed, went or appeared there is named (and logged), and the tier
+-- answers 503 until the next conversion.  Each folder is looked at once a second at most
+-- (lighttpd's own stat cache trusts an entry for about as long); the folders above a
+-- folder are remembered (bounded).
+
+local H
+local ok_at, ok = nil, {}
+local chains, nchains = {}, 0
+
+local function parent_of(d)
+  local p = d:match("^(.*)/[^/]*$")
+  if p == nil or p == "" then return "/" end
+  return p
+end
+
+-- The folders at and above `dir` where Apache reads .htaccess files: each takes the
+-- value of the deepest folder listed at or above it; above the top listed, none.
+local function chain_of(dir)
+  local reads, out, pending = H.reads, {}, {}
+  local d = dir
+  while true do
+    local v = reads[d]
+    if v ~= nil then
+      if v then
+        out[#out + 1] = d
+        for i = 1, #pending do out[#out + 1] = pending[i] end
+      end
+      pending = {}
+    else
+      pending[#pending + 1] = d
+    end
+    if d == "/" then break end
+    d = parent_of(d)
+  end
+  return out
+end
+
+-- Whether each of the folder's access files is as the conversion saw it.
+local function unchanged(d, stat)
+  local base = d == "/" and "" or d
+  for _, name in ipairs(H.names) do
+    local path = base .. "/" .. name
+    local st = stat(path)
+    local was = H.files[path]
+    if st == nil then
+      if was then return false, path end
+    elseif not was or was ~= (st.st_ino .. " " .. st.st_size .. " " .. st.st_mtime) then
+      return false, path
+    end
+  end
+  return true
+end
+
+function M.htaccess_changed(dir, stat)
+  if not H then H = require("lighten_htaccess") end
+  if dir == "" then dir = "/" end
+  local now = os.time()
+  if now ~= ok_at then ok_at, ok = now, {} end
+  local c = chains[dir]
+  if not c then
+    if nchains >= 4096 then chains, nchains = {}, 0 end
+    c = chain_of(dir)
+    chains[dir], nchains = c, nchains + 1
+  end
+  for i = 1, #c do
+    local d = c[i]
+    local v = ok[d]
+    if v == nil then
+      local same, path = unchanged(d, stat)
+      v = same or path
+      ok[d] = v
+      if not same then
+        print("lighten: " .. path .. " has changed since the conversion; requests that meet it are"
+          .. " refused (503) until `lighten convert` is run again")
+      end
+    end
+    if v ~= true then return v end
+  end
+  return nil
+end
+
 return M

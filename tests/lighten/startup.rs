@@ -656,3 +656,85 @@ fn a_file_sent_whole_skips_the_response_hook_and_nothing_else_does() {
         assert!(head.contains("X-Hook: ran"), "{path} skipped the response hook: {head}");
     }
 }
+
+/// The safety net for .htaccess files written after the conversion (a security plugin
+/// adds a deny rule, a new folder gets its own): the converted site refuses (503) every
+/// request whose walk meets one, naming the file in the error log, until it is converted
+/// again; the rest of the site keeps serving. Both tiers.
+#[test]
+fn an_htaccess_written_after_the_conversion_fails_closed() {
+    htaccess_written_later(false);
+}
+
+#[test]
+fn an_htaccess_written_after_the_conversion_fails_closed_interpreted() {
+    htaccess_written_later(true);
+}
+
+fn htaccess_written_later(interpreted: bool) {
+    let settle = || std::thread::sleep(Duration::from_millis(1100));
+    if !lighttpd_here() {
+        return;
+    }
+    let (dir, root) = open_copy("wp-super-cache");
+    let site = root.join("var/www/html");
+    let ht = site.join(".htaccess");
+    if interpreted {
+        let text = std::fs::read_to_string(&ht).unwrap();
+        std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
+    }
+    let out = dir.path().join("out");
+    let port = free_port();
+    let convert = || {
+        lighten(&[
+            "convert",
+            "--sysroot",
+            &root.to_string_lossy(),
+            "--server-name",
+            "example.test",
+            &site.to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+    };
+    let r = convert();
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert_eq!(conf.contains("interpreted by lighten.lua"), interpreted, "{conf}");
+    let image = "/wp-content/uploads/2024/beach.jpg";
+    let css = "/wp-content/themes/twentytwentyfour/style.css";
+    {
+        let _server = start(&run_line(&r), None);
+        assert_eq!(get(port, "example.test", image).0, 200);
+        assert_eq!(get(port, "example.test", css).0, 200);
+        // A new .htaccess in the uploads folder: what is below it is refused, the rest served.
+        let uploads = site.join("wp-content/uploads/.htaccess");
+        std::fs::write(&uploads, "Require all denied\n").unwrap();
+        set_mode(&uploads, 0o644);
+        settle();
+        assert_eq!(get(port, "example.test", image).0, 503);
+        assert_eq!(get(port, "example.test", "/wp-content/uploads/2024/").0, 503);
+        assert_eq!(get(port, "example.test", css).0, 200);
+        // The WordPress .htaccess edited in place: the whole site is refused.
+        let text = std::fs::read_to_string(&ht).unwrap();
+        std::fs::write(&ht, format!("{text}\n<Files \"style.css\">\nRequire all denied\n</Files>\n"))
+            .unwrap();
+        settle();
+        assert_eq!(get(port, "example.test", css).0, 503);
+        assert_eq!(get(port, "example.test", "/").0, 503);
+        assert_eq!(get(port, "example.test", "/%77p-content/themes/twentytwentyfour/style.css").0, 503);
+        let log = std::fs::read_to_string(out.join("run/error.log")).unwrap();
+        for f in [&uploads, &ht] {
+            let line = format!("{} has changed since the conversion", f.display());
+            assert!(log.contains(&line), "no line naming {}: {log}", f.display());
+        }
+    }
+    // Converted again, Apache's answers come back: the new deny rules are in force.
+    let r = convert();
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let _server = start(&run_line(&r), None);
+    assert_eq!(get(port, "example.test", image).0, 403);
+    assert_eq!(get(port, "example.test", css).0, 403);
+}

@@ -173,7 +173,15 @@ fn regex_lite_modules(text: &str) -> Vec<String> {
 #[test]
 fn every_lua_library_the_runtime_loads_is_installed_by_setup() {
     let packages = setup_packages();
-    let own = ["lighten", "lighten_re", "lighten_rewrite", "lighten_site", "lighten_mime", "lighten_plans"];
+    let own = [
+        "lighten",
+        "lighten_re",
+        "lighten_rewrite",
+        "lighten_site",
+        "lighten_mime",
+        "lighten_plans",
+        "lighten_htaccess",
+    ];
     // The Debian package of each library the templates may load.
     let known = [("rex_pcre2", "lua-rex-pcre2")];
     for e in std::fs::read_dir("templates/lua").unwrap().flatten() {
