@@ -1639,10 +1639,10 @@ function M.physical(l, site, n)
   end
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
-  if cx.asked and plans.htaccess_changed(parent(cx.asked), lighty.c.stat) then return 503 end
+  if cx.asked and plans.htaccess_changed(parent(cx.asked), lighty.c) then return 503 end
   local answered = o.served and (o.served.script or o.served.path or o.served.dir) or cx.filename
   if type(answered) == "string" and byte(answered, 1) == 47
-    and plans.htaccess_changed(parent(answered), lighty.c.stat) then
+    and plans.htaccess_changed(parent(answered), lighty.c) then
     return 503
   end
   if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end

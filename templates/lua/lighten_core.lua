@@ -1143,7 +1143,7 @@ local function plain_target(site, target)
     local _, dkey = type_key(ctype)
     if site.deflate[dkey] then whole = false end
   end
-  return { path, dc, ctype, enc, whole, parent(path) }
+  return { path, dc, ctype, enc, whole, plans.htaccess_chain(parent(path)) }
 end
 
 local function plain_file(site, target, method)
@@ -1259,18 +1259,19 @@ function M.physical(l, site)
   local target = attr["request.orig-uri"] or attr["request.uri"]
   local plain = plain_file(site, target, method)
   if plain then
-    if plans.htaccess_changed(plain[6], l.c.stat) then return 503 end
+    local lc, chain = l.c, plain[6]
+    if chain.at ~= lc.time() and plans.htaccess_changed(nil, lc, chain) then return 503 end
     return send_plain(l, site, plain, target)
   end
   local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
   local asked = cx.asked
-  if asked and plans.htaccess_changed(parent(asked), l.c.stat) then
+  if asked and plans.htaccess_changed(parent(asked), l.c) then
     return 503
   end
   local answered = cx.script or cx.path or cx.filename
-  if answered and byte(answered, 1) == 47 and plans.htaccess_changed(parent(answered), l.c.stat) then
+  if answered and byte(answered, 1) == 47 and plans.htaccess_changed(parent(answered), l.c) then
     return 503
   end
   local served = status == 200 and cx.served

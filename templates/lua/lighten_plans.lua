@@ -97,7 +97,7 @@ end
 -- The safety net for .htaccess files written after the conversion (issue: a security
 -- plugin adds a deny rule while the site runs).  lighten_htaccess.lua, generated, has the
 -- files the conversion read (inode, size, modification time) and the folders where
--- Apache reads them.  `htaccess_changed(dir, stat)` looks at every such folder from `dir`
+-- Apache reads them.  `htaccess_changed(dir, lighty.c)` looks at every such folder from `dir`
 -- up: a file that changed, went or appeared there is named (and logged), and the tier
 -- answers 503 until the next conversion.  Each folder is looked at once a second at most
 -- (lighttpd's own stat cache trusts an entry for about as long); the folders above a
@@ -151,22 +151,33 @@ local function unchanged(d, stat)
   return true
 end
 
-function M.htaccess_changed(dir, stat)
+-- The folders to look at for `dir` (see chain_of), remembered.
+function M.htaccess_chain(dir)
   if not H then H = require("lighten_htaccess") end
   if dir == "" then dir = "/" end
-  local now = os.time()
-  if now ~= ok_at then ok_at, ok = now, {} end
   local c = chains[dir]
   if not c then
     if nchains >= 4096 then chains, nchains = {}, 0 end
     c = chain_of(dir)
     chains[dir], nchains = c, nchains + 1
   end
+  return c
+end
+
+-- The access file on the way to `dir` that changed since the conversion, else nil;
+-- `lc`, lighty.c (for its stat); `c`, the folders to look at when the caller has them
+-- (htaccess_chain).
+function M.htaccess_changed(dir, lc, c)
+  c = c or M.htaccess_chain(dir)
+  -- lighttpd's clock of the current second (os.time() can be a system call)
+  local now = lc.time()
+  if c.at == now then return nil end
+  if now ~= ok_at then ok_at, ok = now, {} end
   for i = 1, #c do
     local d = c[i]
     local v = ok[d]
     if v == nil then
-      local same, path = unchanged(d, stat)
+      local same, path = unchanged(d, lc.stat)
       v = same or path
       ok[d] = v
       if not same then
@@ -176,6 +187,8 @@ function M.htaccess_changed(dir, stat)
     end
     if v ~= true then return v end
   end
+  -- the whole chain is as it was this second (callers may test `c.at` themselves)
+  c.at = now
   return nil
 end
 
