@@ -139,6 +139,9 @@ or password-protected place.
 A requests file has one request a line: METHOD URL [| Header: value]..., e.g.
   GET http://example.com/blog/?p=1 | Cookie: a=b
 
+With --attack, each request Apache refuses (401, 403) is also sent the ways an attacker
+would write it; those variants count only when lighttpd serves one Apache refuses.
+
 Exit status: 0 every answer the same; 1 some differ; 3 a fail-open (Apache refused,
 lighttpd served): never switch over then; 2 failure, or Apache would refuse the
 configuration; 130 interrupted (the servers are stopped and reaped first).")]
@@ -405,6 +408,11 @@ pub struct VerifyArgs {
     /// Keep the sandbox (configurations, logs) and say where
     #[arg(long)]
     pub keep: bool,
+    /// Also send, for every request Apache refuses (401, 403), the ways an attacker would
+    /// write it: percent-encoded letters and slashes, dot segments, doubled slashes,
+    /// trailing bytes, case, PATH_INFO, a # fragment, other methods, Host variants
+    #[arg(long)]
+    pub attack: bool,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -76,7 +76,7 @@ pub fn run(a: DemoArgs, color: bool) -> anyhow::Result<i32> {
         requests.len()
     )?;
     stdout.flush()?;
-    let v = super::verify::run_with_progress(&for_run, &cfg, &model, &requests, false)?;
+    let v = super::verify::run_with_progress(&for_run, &cfg, &model, &requests, false, false)?;
     let text = crate::verify::report::text(&v, color && std::io::stdout().is_terminal());
     let report_path = out_dir.join("verify.txt");
     output::write_files(&out_dir, &[(PathBuf::from("verify.txt"), crate::verify::report::text(&v, false))])?;

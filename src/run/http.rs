@@ -96,13 +96,53 @@ fn exchange(
     stream.write_all(body)?;
     stream.flush()?;
     let mut raw = Vec::new();
-    // A TLS peer may close without close_notify; what arrived is the answer.
-    if let Err(e) = stream.read_to_end(&mut raw)
-        && (raw.is_empty() || e.kind() != io::ErrorKind::UnexpectedEof)
-    {
-        return Err(e);
+    let mut buf = [0u8; 16384];
+    // Until the server closes, or the whole answer is here: a server may keep the
+    // connection a while after answering (lighttpd's lingering close after a refused
+    // password takes a second). A TLS peer may close without close_notify; what arrived
+    // is the answer.
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                raw.extend_from_slice(&buf[..n]);
+                if complete(&raw, method == "HEAD") {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if !raw.is_empty() && e.kind() == io::ErrorKind::UnexpectedEof => break,
+            Err(e) => return Err(e),
+        }
     }
     parse(&raw, method == "HEAD")
+}
+
+/// Whether `raw` holds a whole answer: its head, and the body its Content-Length or
+/// chunked framing says (none for HEAD, 1xx, 204 and 304). Without either, only the
+/// server's close ends it.
+fn complete(raw: &[u8], head: bool) -> bool {
+    let mut hdrs = [httparse::EMPTY_HEADER; 128];
+    let mut resp = httparse::Response::new(&mut hdrs);
+    let Ok(httparse::Status::Complete(len)) = resp.parse(raw) else { return false };
+    let code = resp.code.unwrap_or(0);
+    if head || code == 204 || code == 304 || (100..200).contains(&code) {
+        return true;
+    }
+    let rest = &raw[len..];
+    let value = |name: &str| {
+        resp.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
+    };
+    if value("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        return chunked_end(rest);
+    }
+    match value("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        Some(n) => rest.len() >= n,
+        None => false,
+    }
 }
 
 trait ReadWrite: Read + Write {}
@@ -179,6 +219,26 @@ pub fn parse(raw: &[u8], head: bool) -> io::Result<HttpResponse> {
     Ok(HttpResponse { status: code, headers, body })
 }
 
+/// Whether a chunked body has come to its last chunk and the empty line after it (or
+/// after its trailers).
+fn chunked_end(mut data: &[u8]) -> bool {
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else { return false };
+        let size_text = String::from_utf8_lossy(&data[..eol]);
+        let Ok(size) = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16) else {
+            return true; // malformed: parse() says so
+        };
+        data = &data[eol + 2..];
+        if size == 0 {
+            return data.starts_with(b"\r\n") || data.windows(4).any(|w| w == b"\r\n\r\n");
+        }
+        if data.len() < size + 2 {
+            return false;
+        }
+        data = &data[size + 2..];
+    }
+}
+
 fn dechunk(mut data: &[u8]) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
@@ -202,6 +262,20 @@ fn dechunk(mut data: &[u8]) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_complete_by_its_framing() {
+        assert!(complete(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 3\r\n\r\nabc", false));
+        assert!(!complete(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 3\r\n\r\nab", false));
+        assert!(complete(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n", true));
+        assert!(!complete(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n", false));
+        assert!(!complete(b"HTTP/1.1 200 OK\r\n\r\nabc", false));
+        assert!(complete(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            false
+        ));
+        assert!(!complete(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", false));
+    }
 
     #[test]
     fn parses_length_and_chunked_bodies() {

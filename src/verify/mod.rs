@@ -7,6 +7,7 @@
 //! comparison proves routing (which script, with which SCRIPT_NAME, PATH_INFO and query)
 //! without needing the application's database.
 
+pub mod attack;
 pub mod derive;
 pub mod report;
 
@@ -37,12 +38,15 @@ pub struct Options {
     /// Changes the converted files before lighttpd starts: how the tests prove that a
     /// broken conversion is caught.
     pub tamper: Option<Tamper>,
+    /// After each request Apache refuses (401, 403), its attacker variants
+    /// (`attack::variants`), compared the same way.
+    pub attack: bool,
 }
 
 impl Options {
     /// No progress, no trace, nothing kept.
     pub fn quiet() -> Options {
-        Options { keep: false, lua_trace: false, progress: None, tamper: None }
+        Options { keep: false, lua_trace: false, progress: None, tamper: None, attack: false }
     }
 }
 
@@ -75,6 +79,9 @@ pub struct Comparison {
     pub differences: Vec<String>,
     /// Apache refused (4xx) and lighttpd answered 2xx: the converted site is more open.
     pub fail_open: bool,
+    /// For an attacker variant of a request Apache refused: what it changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attack: Option<String>,
 }
 
 /// The whole run.
@@ -149,6 +156,15 @@ pub fn launch(
         trace: opts.lua_trace,
     };
     let mut conv = translate::convert(model, cfg, &topts);
+    // lighttpd holds an answer to a wrong password back for a second (against guessing);
+    // the sandbox answers at once, or a run with many such requests takes minutes. The
+    // converted lighttpd.conf keeps lighttpd's default.
+    if let Some((_, text)) = conv.files.iter_mut().find(|(p, _)| p.as_os_str() == "lighttpd.conf") {
+        text.push_str(
+            "\n# lighten verify's sandbox: answers to a wrong password are not delayed\n\
+             server.feature-flags += ( \"auth.delay-invalid-creds\" => \"disable\" )\n",
+        );
+    }
     if let Some(t) = &opts.tamper {
         t(&mut conv.files);
     }
@@ -186,12 +202,19 @@ pub fn run(
     let custom = header_names(model);
     let default_host = default_host(model);
     let mut comparisons = Vec::new();
-    let total = requests.len();
-    for (i, req) in requests.iter().enumerate() {
+    // The requests to send: those given, then the attacker variants of each Apache refuses.
+    let mut queue: Vec<(Request, Option<&'static str>)> =
+        requests.iter().map(|r| (r.clone(), None)).collect();
+    let mut i = 0;
+    while i < queue.len() {
+        let (req, attack) = queue[i].clone();
+        let req = &req;
+        i += 1;
+        let total = queue.len();
         // The servers are being stopped: nothing sent now would mean anything.
         crate::run::process::not_interrupted()?;
         if let Some(p) = opts.progress.as_mut() {
-            p(i, total);
+            p(i - 1, total);
         }
         let port = req
             .host
@@ -234,6 +257,7 @@ pub fn run(
                     lighttpd: none,
                     differences: vec![format!("no answer: {} / {}", err(x), err(y))],
                     fail_open: false,
+                    attack: attack.map(str::to_string),
                 });
                 continue;
             }
@@ -267,10 +291,14 @@ pub fn run(
             lighttpd: answer(&rl, &sl.served, &custom),
             differences,
             fail_open,
+            attack: attack.map(str::to_string),
         });
+        if opts.attack && attack.is_none() && matches!(ra.status, 401 | 403) {
+            queue.extend(attack::variants(req).into_iter().map(|(r, what)| (r, Some(what))));
+        }
     }
     if let Some(p) = opts.progress.as_mut() {
-        p(total, total);
+        p(queue.len(), queue.len());
     }
     let kept = pair.kept.clone();
     let conversion = pair.conversion.clone();

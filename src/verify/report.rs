@@ -18,6 +18,17 @@ pub fn text(v: &Verification, color: bool) -> String {
         total - v.agreed(),
         v.fail_open()
     );
+    let attacks: Vec<&Comparison> = v.comparisons.iter().filter(|c| c.attack.is_some()).collect();
+    if !attacks.is_empty() {
+        let refused = attacks.iter().filter(|c| (400..500).contains(&c.apache.status)).count();
+        let _ = writeln!(
+            out,
+            "attack: {} of the requests are variants of those Apache refused; Apache refused {refused} of them, \
+             {} fail-open",
+            attacks.len(),
+            attacks.iter().filter(|c| c.fail_open).count()
+        );
+    }
     let counts: Vec<String> = v.conversion.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let _ = writeln!(out, "conversion: {}", counts.join(", "));
     if let Some(k) = &v.kept {
@@ -56,6 +67,9 @@ pub fn text(v: &Verification, color: bool) -> String {
 
 fn difference(out: &mut String, c: &Comparison, color: &str, reset: &str) {
     let _ = writeln!(out, "{color}  {}{reset}", c.request);
+    if let Some(a) = &c.attack {
+        let _ = writeln!(out, "    attack variant: {a}");
+    }
     if let Some(at) = &c.decided_at {
         let _ = writeln!(out, "    decided at {at}");
     }

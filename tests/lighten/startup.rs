@@ -738,3 +738,40 @@ fn htaccess_written_later(interpreted: bool) {
     assert_eq!(get(port, "example.test", image).0, 403);
     assert_eq!(get(port, "example.test", css).0, 403);
 }
+
+/// `lighten verify --attack` sends the attacker variants of every request Apache refuses
+/// and says how many there were and how many the converted site served (none).
+#[test]
+fn verify_attack_sends_the_variants_of_refused_requests() {
+    if !lighttpd_here() {
+        return;
+    }
+    let (_dir, root) = open_copy("wp-super-cache");
+    let site = root.join("var/www/html");
+    let r = lighten(&[
+        "verify",
+        "--sysroot",
+        &root.to_string_lossy(),
+        "--server-name",
+        "example.test",
+        &site.to_string_lossy(),
+        "--attack",
+        "--json",
+    ]);
+    // 0: the variants count only when they fail open (3), and the rest agrees.
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
+    let all = v["comparisons"].as_array().unwrap();
+    let attacks: Vec<&serde_json::Value> = all.iter().filter(|c| c.get("attack").is_some()).collect();
+    assert!(attacks.len() >= 100, "only {} variants of {} requests", attacks.len(), all.len());
+    // Variants of the refused .htaccess request, written as an attacker would.
+    for what in [
+        "a letter percent-encoded",
+        "/./ before the name",
+        "the Host upper-cased",
+        "PATH_INFO after the name",
+    ] {
+        assert!(attacks.iter().any(|c| c["attack"] == what), "no variant: {what}");
+    }
+    assert!(all.iter().all(|c| c["fail_open"] == false), "a fail-open: {}", r.stdout);
+}

@@ -266,7 +266,7 @@ fn verify(m: &Migration, for_run: &Config, cfg: &Config, model: &Model, color: b
         "   verify: Apache and lighttpd side by side, {} requests built from the configuration",
         requests.len()
     );
-    let v = super::verify::run_with_progress(for_run, cfg, model, &requests, false)?;
+    let v = super::verify::run_with_progress(for_run, cfg, model, &requests, false, false)?;
     let full = crate::verify::report::text(&v, false);
     crate::output::write_files(&m.out, &[(PathBuf::from("verify.txt"), full)])?;
     let shown = crate::verify::report::text(&v, color);
