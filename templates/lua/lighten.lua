@@ -227,32 +227,8 @@ local function walk(path)
 end
 M.walk = walk
 
--- The value `t` holds for the longest prefix of `path` that ends a name, and the rest of
--- the path after it; nil when `t` holds none.
-local function longest_prefix(t, path)
-  local e = #path
-  while e > 1 and byte(path, e) == 47 do e = e - 1 end
-  while e > 1 do
-    local v = t[sub(path, 1, e)]
-    if v ~= nil then return v, sub(path, e + 1) end
-    repeat e = e - 1 until e <= 1 or byte(path, e) == 47
-    e = e - 1
-  end
-  return nil
-end
-
--- Symbolic links (the vhost's `links`, found at conversion; lighty.c.stat cannot see a
--- link): nil when Apache refuses a link on the way to `path` (the directory walk answers
--- 403, src/eval/symlink.rs), else the path to hand lighttpd: through the target of the
--- longest link on the way, for a host where lighttpd's server.follow-symlink is off and
--- would refuse the link itself.
-local function through_links(links, path)
-  if not links then return path end
-  local v, rest = longest_prefix(links, path)
-  if v == nil then return path end
-  if v == false then return nil end
-  return v .. rest
-end
+-- Symbolic links (the vhost's `links`, found at conversion): lighten_plans.lua.
+local through_links = plans.through_links
 
 -- Whether Apache's directory walk meets a name longer than the filesystem takes (255
 -- bytes) while every name before it is a directory: ENAMETOOLONG, which Apache answers
@@ -1639,10 +1615,8 @@ function M.physical(l, site, n)
   end
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
-  if cx.asked and plans.htaccess_changed(parent(cx.asked), lighty.c) then return 503 end
-  local answered = o.served and (o.served.script or o.served.path or o.served.dir) or cx.filename
-  if type(answered) == "string" and byte(answered, 1) == 47
-    and plans.htaccess_changed(parent(answered), lighty.c) then
+  local served = o.served
+  if plans.htaccess_refused(lighty.c, cx.asked, served and (served.script or served.path or served.dir) or cx.filename) then
     return 503
   end
   if cx.vary then r.resp_header["Vary"] = table.concat(cx.vary, ", ") end

@@ -253,30 +253,8 @@ local function walk(path)
   return path, nil, kind
 end
 
--- The value `t` holds for the longest prefix of `path` that ends a name, and the rest of
--- the path after it; nil when `t` holds none.
-local function longest_prefix(t, path)
-  local e = #path
-  while e > 1 and byte(path, e) == 47 do e = e - 1 end
-  while e > 1 do
-    local v = t[sub(path, 1, e)]
-    if v ~= nil then return v, sub(path, e + 1) end
-    repeat e = e - 1 until e <= 1 or byte(path, e) == 47
-    e = e - 1
-  end
-  return nil
-end
-
--- Symbolic links (site.links, found at conversion; lighty.c.stat cannot see a link): nil
--- when Apache refuses a link on the way to `path` (the directory walk answers 403), else
--- the path to hand lighttpd: through the target of the longest link on the way, for a
--- host where lighttpd's server.follow-symlink is off and would refuse the link itself.
-local function through_links(links, path)
-  local v, rest = longest_prefix(links, path)
-  if v == nil then return path end
-  if v == false then return nil end
-  return v .. rest
-end
+-- Symbolic links (site.links, found at conversion): lighten_plans.lua.
+local through_links = plans.through_links
 
 -- A name longer than 255 bytes met by the directory walk while every name before it is
 -- a directory: ENAMETOOLONG, which Apache answers with 403 (lighty.c.stat says nil).
@@ -1266,14 +1244,7 @@ function M.physical(l, site)
   local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
-  local asked = cx.asked
-  if asked and plans.htaccess_changed(parent(asked), l.c) then
-    return 503
-  end
-  local answered = cx.script or cx.path or cx.filename
-  if answered and byte(answered, 1) == 47 and plans.htaccess_changed(parent(answered), l.c) then
-    return 503
-  end
+  if plans.htaccess_refused(l.c, cx.asked, cx.script or cx.path or cx.filename) then return 503 end
   local served = status == 200 and cx.served
   if served == "file" then
     return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary)

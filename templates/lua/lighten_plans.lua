@@ -1,5 +1,6 @@
--- lighten_plans.lua: the decision cache both tiers keep (lighten_core.lua's `decide`,
--- lighten.lua's M.physical).
+-- lighten_plans.lua: what both tiers share: the decision cache (lighten_core.lua's
+-- `decide`, lighten.lua's M.physical), the symbolic-link lookup and the .htaccess safety
+-- net.
 --
 -- Fixed text shipped by lighten (templates/lua/lighten_plans.lua).  What a tier decides
 -- for a request is a function of what it reads: the key (method, request-target,
@@ -91,6 +92,37 @@ function M.keep(owner, key, rd, outcome)
   end
   if #list >= A_KEY then table.remove(list, 1) end
   list[#list + 1] = outcome
+end
+
+---------------------------------------------------------------------------------------
+-- Symbolic links, for both tiers.
+
+-- The value `t` holds for the longest prefix of `path` that ends a name, and the rest of
+-- the path after it; nil when `t` holds none.
+local function longest_prefix(t, path)
+  local byte, sub = string.byte, string.sub
+  local e = #path
+  while e > 1 and byte(path, e) == 47 do e = e - 1 end
+  while e > 1 do
+    local v = t[sub(path, 1, e)]
+    if v ~= nil then return v, sub(path, e + 1) end
+    repeat e = e - 1 until e <= 1 or byte(path, e) == 47
+    e = e - 1
+  end
+  return nil
+end
+
+-- The links found at conversion (lighty.c.stat cannot see a link), path to target or
+-- false: nil when Apache refuses a link on the way to `path` (the directory walk answers
+-- 403, src/eval/symlink.rs), else the path to hand lighttpd: through the target of the
+-- longest link on the way, for a host where lighttpd's server.follow-symlink is off and
+-- would refuse the link itself.  No links: `path`.
+function M.through_links(links, path)
+  if not links then return path end
+  local v, rest = longest_prefix(links, path)
+  if v == nil then return path end
+  if v == false then return nil end
+  return v .. rest
 end
 
 ---------------------------------------------------------------------------------------
@@ -190,6 +222,19 @@ function M.htaccess_changed(dir, lc, c)
   -- the whole chain is as it was this second (callers may test `c.at` themselves)
   c.at = now
   return nil
+end
+
+-- Whether a request is refused for an access file changed on the way to what was asked
+-- for (`asked`, the decoded path under the document root) or to what answers
+-- (`answered`, a file or folder; not a URL): the check both tiers make before answering.
+function M.htaccess_refused(lc, asked, answered)
+  for _, p in ipairs({ asked or false, answered or false }) do
+    if type(p) == "string" and string.byte(p, 1) == 47 then
+      local dir = p:match("^(.*)/") or ""
+      if M.htaccess_changed(dir, lc) then return true end
+    end
+  end
+  return false
 end
 
 return M

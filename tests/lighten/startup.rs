@@ -539,38 +539,58 @@ fn a_kept_decision_follows_the_files_on_disk_interpreted() {
     kept_decisions_follow_the_disk(true);
 }
 
+/// A copy of the WP Super Cache fixture to convert and serve on a port of its own; with
+/// `interpreted`, an ErrorDocument keeps the host on lighten.lua's tier.
+struct WpscCopy {
+    /// Removed on drop, with the copy and the output.
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    site: PathBuf,
+    out: PathBuf,
+    port: u16,
+    interpreted: bool,
+}
+
+impl WpscCopy {
+    fn new(interpreted: bool) -> WpscCopy {
+        let (dir, root) = open_copy("wp-super-cache");
+        let site = root.join("var/www/html");
+        if interpreted {
+            let ht = site.join(".htaccess");
+            let text = std::fs::read_to_string(&ht).unwrap();
+            std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
+        }
+        let out = dir.path().join("out");
+        WpscCopy { _dir: dir, root, site, out, port: free_port(), interpreted }
+    }
+
+    /// `lighten convert` of the copy into `out`, listening on `port`, with `extra`
+    /// arguments; it must succeed, on the tier asked for.
+    fn convert(&self, extra: &[&str]) -> Output {
+        let (root, site, out) =
+            (self.root.to_string_lossy(), self.site.to_string_lossy(), self.out.to_string_lossy());
+        let listen = format!("127.0.0.1:{}", self.port);
+        let mut args =
+            vec!["convert", "--sysroot", &root, "--server-name", "example.test", &site, "--out", &out];
+        args.extend(["--listen", &listen]);
+        args.extend(extra);
+        let r = lighten(&args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let conf = std::fs::read_to_string(self.out.join("lighttpd.conf")).unwrap();
+        assert_eq!(conf.contains("interpreted by lighten.lua"), self.interpreted, "{conf}");
+        r
+    }
+}
+
 fn kept_decisions_follow_the_disk(interpreted: bool) {
     let settle = || std::thread::sleep(Duration::from_millis(1100));
     if !lighttpd_here() {
         return;
     }
-    let (dir, root) = open_copy("wp-super-cache");
-    let site = root.join("var/www/html");
-    if interpreted {
-        let ht = site.join(".htaccess");
-        let text = std::fs::read_to_string(&ht).unwrap();
-        std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
-    }
-    let out = dir.path().join("out");
-    let port = free_port();
-    let r = lighten(&[
-        "convert",
-        "--sysroot",
-        &root.to_string_lossy(),
-        "--server-name",
-        "example.test",
-        &site.to_string_lossy(),
-        "--out",
-        &out.to_string_lossy(),
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        // Nothing listens there: what PHP would answer is always 503.
-        "--php-backend",
-        &format!("127.0.0.1:{}", free_port()),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
-    assert_eq!(conf.contains("interpreted by lighten.lua"), interpreted, "{conf}");
+    let w = WpscCopy::new(interpreted);
+    let (site, port) = (&w.site, w.port);
+    // Nothing listens there: what PHP would answer is always 503.
+    let r = w.convert(&["--php-backend", &format!("127.0.0.1:{}", free_port())]);
     let _server = start(&run_line(&r), None);
     let page = site.join("wp-content/cache/supercache/example.test/index.html");
     let cached = std::fs::read(&page).unwrap();
@@ -610,25 +630,9 @@ fn a_file_sent_whole_skips_the_response_hook_and_nothing_else_does() {
     if !lighttpd_here() {
         return;
     }
-    let (dir, root) = open_copy("wp-super-cache");
-    let site = root.join("var/www/html");
-    let out = dir.path().join("out");
-    let port = free_port();
-    let r = lighten(&[
-        "convert",
-        "--sysroot",
-        &root.to_string_lossy(),
-        "--server-name",
-        "example.test",
-        &site.to_string_lossy(),
-        "--out",
-        &out.to_string_lossy(),
-        "--listen",
-        &format!("127.0.0.1:{port}"),
-        "--php-backend",
-        &format!("127.0.0.1:{}", free_port()),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    let w = WpscCopy::new(false);
+    let (out, port) = (&w.out, w.port);
+    let r = w.convert(&["--php-backend", &format!("127.0.0.1:{}", free_port())]);
     let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
     assert!(conf.contains("$HTTP[\"scheme\"] != \"lighten-sent\""), "{conf}");
     let mut hooks = 0;
@@ -676,33 +680,10 @@ fn htaccess_written_later(interpreted: bool) {
     if !lighttpd_here() {
         return;
     }
-    let (dir, root) = open_copy("wp-super-cache");
-    let site = root.join("var/www/html");
+    let w = WpscCopy::new(interpreted);
+    let (site, out, port) = (&w.site, &w.out, w.port);
     let ht = site.join(".htaccess");
-    if interpreted {
-        let text = std::fs::read_to_string(&ht).unwrap();
-        std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
-    }
-    let out = dir.path().join("out");
-    let port = free_port();
-    let convert = || {
-        lighten(&[
-            "convert",
-            "--sysroot",
-            &root.to_string_lossy(),
-            "--server-name",
-            "example.test",
-            &site.to_string_lossy(),
-            "--out",
-            &out.to_string_lossy(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-    };
-    let r = convert();
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
-    assert_eq!(conf.contains("interpreted by lighten.lua"), interpreted, "{conf}");
+    let r = w.convert(&[]);
     let image = "/wp-content/uploads/2024/beach.jpg";
     let css = "/wp-content/themes/twentytwentyfour/style.css";
     {
@@ -732,8 +713,7 @@ fn htaccess_written_later(interpreted: bool) {
         }
     }
     // Converted again, Apache's answers come back: the new deny rules are in force.
-    let r = convert();
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = w.convert(&[]);
     let _server = start(&run_line(&r), None);
     assert_eq!(get(port, "example.test", image).0, 403);
     assert_eq!(get(port, "example.test", css).0, 403);
