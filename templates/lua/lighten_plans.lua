@@ -227,14 +227,13 @@ end
 -- Whether a request is refused for an access file changed on the way to what was asked
 -- for (`asked`, the decoded path under the document root) or to what answers
 -- (`answered`, a file or folder; not a URL): the check both tiers make before answering.
+local function changed_above(lc, p)
+  if type(p) ~= "string" or string.byte(p, 1) ~= 47 then return false end
+  return M.htaccess_changed(p:match("^(.*)/") or "", lc) ~= nil
+end
+
 function M.htaccess_refused(lc, asked, answered)
-  for _, p in ipairs({ asked or false, answered or false }) do
-    if type(p) == "string" and string.byte(p, 1) == 47 then
-      local dir = p:match("^(.*)/") or ""
-      if M.htaccess_changed(dir, lc) then return true end
-    end
-  end
-  return false
+  return changed_above(lc, asked) or changed_above(lc, answered)
 end
 
 return M
