@@ -49,6 +49,8 @@ pub struct RewriteDir<'m> {
     /// The directory prefix stripped before matching (`/var/www/html/`).
     pub directory: String,
     pub rules: Vec<&'m RewriteRule>,
+    /// `RewriteOptions AllowNoSlash` (the folder's own RewriteOptions, else the inherited).
+    pub allow_no_slash: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -346,6 +348,11 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
             base: rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base)),
             directory: dir.to_string(),
             rules,
+            allow_no_slash: if opts.is_empty() {
+                prev.as_ref().is_some_and(|p| p.allow_no_slash)
+            } else {
+                opts.iter().any(|o| o == "allownoslash")
+            },
         });
     }
     let a = st.access();

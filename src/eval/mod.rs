@@ -157,6 +157,12 @@ impl<'m> Engine<'m> {
 
     fn run(&mut self) -> Outcome {
         self.vhost = self.select_vhost();
+        // A Host Apache does not take as a host name is its 400 ("Client sent malformed
+        // Host header"), before anything looks at the request.
+        if let Some(h) = self.req.host.as_deref().filter(|h| !request::apache_host_ok(h)) {
+            self.note(None, format!("the Host {h:?} is malformed: 400"));
+            return self.finish(400, Served::Error, None);
+        }
         // A fragment is not part of a request-target (RFC 9112): Apache answers 400
         // ("URI must not contain a fragment") before anything else looks at the request.
         if self.req.path.contains('#') || self.req.query.as_deref().is_some_and(|q| q.contains('#')) {
@@ -375,10 +381,18 @@ impl<'m> Engine<'m> {
         pick
     }
 
-    /// The Host without port, lowercased; the vhost's ServerName when absent.
+    /// Apache's r->hostname: the Host without its port and one trailing dot, lowercased
+    /// (empty when absent).
     fn host_name(&self) -> String {
         match &self.req.host {
-            Some(h) => crate::model::server::split_host_port(h).0.unwrap_or_default().to_ascii_lowercase(),
+            Some(h) => {
+                let mut name =
+                    crate::model::server::split_host_port(h).0.unwrap_or_default().to_ascii_lowercase();
+                if name.ends_with('.') {
+                    name.pop();
+                }
+                name
+            }
             None => String::new(),
         }
     }
@@ -596,7 +610,24 @@ impl<'m> Engine<'m> {
         // after the other fixups, which still see the original request: mod_alias's
         // per-directory redirects and mod_dir's trailing-slash redirect win over it.
         let mut pending: Option<(String, Option<String>)> = None;
+        // mod_rewrite declines a folder's rules for the folder itself asked for without
+        // its trailing slash ("called before really entering the directory"), leaving it
+        // to mod_dir, unless RewriteOptions AllowNoSlash.
+        let no_slash = |rw: &dirconf::RewriteDir<'m>| {
+            !rw.allow_no_slash && fname == rw.directory.trim_end_matches('/') && rw.directory.ends_with('/')
+        };
         if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty()) {
+            if no_slash(&rw) {
+                self.note(
+                    None,
+                    format!(
+                        "mod_rewrite: the rules of {} are not run for the folder itself without its slash",
+                        rw.directory
+                    ),
+                );
+            }
+        }
+        if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty() && !no_slash(r)) {
             if dc.options & (dirconf::opt::SYM_LINKS | dirconf::opt::SYM_OWNER) == 0 {
                 self.note(
                     None,

@@ -10,6 +10,11 @@
 //! GET /2024/hello-world/ | Accept-Encoding: gzip
 //! POST https://shop.example/cart?add=1 | Cookie: wordpress_logged_in_x=1
 //! ```
+//!
+//! A part in parentheses says how the request goes on the wire when that is not the
+//! usual `METHOD /path HTTP/1.1` with the host as Host ([`Wire`]): `| (absolute-form)`,
+//! `| (HTTP/1.0, no Host)`, `| (Host: example.test:80)` (that Host header, byte for byte,
+//! to the server and port the URL names).
 
 use std::net::IpAddr;
 
@@ -27,6 +32,49 @@ pub struct Request {
     /// Other headers, in order.
     pub headers: Vec<(String, String)>,
     pub remote: IpAddr,
+    /// How it goes on the wire (what the servers see besides the above).
+    pub wire: Wire,
+}
+
+/// How a request goes on the wire, beyond what [`Request`] says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// `METHOD /path HTTP/1.1` with the Host header.
+    #[default]
+    Origin,
+    /// The request-target in absolute form (`GET http://host/path HTTP/1.1`), the Host
+    /// header as usual.
+    Absolute,
+    /// `METHOD /path HTTP/1.0` and no Host header at all.
+    Http10NoHost,
+    /// The Host header sent as this value, byte for byte, whatever the request's host and
+    /// the port it goes to.
+    Host(String),
+}
+
+impl Wire {
+    /// The request-file part that says this (`None` for [`Wire::Origin`]).
+    pub fn part(&self) -> Option<String> {
+        match self {
+            Wire::Origin => None,
+            Wire::Absolute => Some("(absolute-form)".into()),
+            Wire::Http10NoHost => Some("(HTTP/1.0, no Host)".into()),
+            Wire::Host(h) => Some(format!("(Host: {h})")),
+        }
+    }
+
+    fn parse(part: &str) -> Result<Wire, String> {
+        match part {
+            "(absolute-form)" => Ok(Wire::Absolute),
+            "(HTTP/1.0, no Host)" => Ok(Wire::Http10NoHost),
+            _ => match part.strip_prefix("(Host: ").and_then(|h| h.strip_suffix(')')) {
+                Some(h) if !h.is_empty() && !h.contains(['\r', '\n']) => Ok(Wire::Host(h.to_string())),
+                _ => Err(format!(
+                    "'{part}': a part in parentheses is (absolute-form), (HTTP/1.0, no Host) or (Host: value)"
+                )),
+            },
+        }
+    }
 }
 
 impl Request {
@@ -68,6 +116,7 @@ impl Request {
             query,
             headers: Vec::new(),
             remote: IpAddr::from([127, 0, 0, 1]),
+            wire: Wire::Origin,
         })
     }
 
@@ -98,9 +147,23 @@ impl Request {
             first.split_once(' ').ok_or_else(|| format!("'{first}' needs a method and a URL"))?;
         let mut req = Request::parse_url(method.trim(), url.trim())?;
         for h in parts {
-            req = req.with_header(h)?;
+            if h.trim_start().starts_with('(') {
+                req.wire = Wire::parse(h.trim())?;
+            } else {
+                req = req.with_header(h)?;
+            }
         }
         Ok(Some(req))
+    }
+
+    /// The Host header this request carries on the wire when sent to `host`: the
+    /// [`Wire`]'s own value, none for HTTP/1.0 without Host, else `host`.
+    pub fn host_header(&self, host: &str) -> Option<String> {
+        match &self.wire {
+            Wire::Host(h) => Some(h.clone()),
+            Wire::Http10NoHost => None,
+            Wire::Origin | Wire::Absolute => Some(host.to_string()),
+        }
     }
 
     /// The request-target as sent: path and `?query`.
@@ -128,6 +191,9 @@ impl Request {
         for (n, v) in &self.headers {
             s.push_str(&format!(" | {n}: {v}"));
         }
+        if let Some(p) = self.wire.part() {
+            s.push_str(&format!(" | {p}"));
+        }
         s
     }
 }
@@ -145,9 +211,181 @@ pub fn parse_file(text: &str) -> Result<Vec<Request>, String> {
     Ok(out)
 }
 
+/// Whether Apache 2.4 takes `host` (a Host header's value, or an absolute-form target's
+/// authority) as a host name; it answers 400 to any other ("Client sent malformed Host
+/// header"). vhost.c's `fix_hostname` under `HttpProtocolOptions Strict` (the default)
+/// after `apr_parse_addr_port`, measured on 2.4.71: an optional `:port` of digits (1 to
+/// 65535, leading zeros allowed); a bracketed IPv6 address without a zone; otherwise
+/// letters, digits, `-`, `_` and `.`, no `..`, one trailing dot ignored, a name of digits
+/// and dots only a dotted quad without leading zeros, and the last label of any other
+/// name starting with a letter. An empty value is not judged here.
+pub fn apache_host_ok(host: &str) -> bool {
+    if host.is_empty() {
+        return true;
+    }
+    let b = host.as_bytes();
+    // apr_parse_addr_port: trailing digits after a ':' are the port.
+    let digits = b.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    let (name, port) = if digits == b.len() {
+        // All digits: a port without an address, which Apache then takes as the name.
+        (host, Some(host))
+    } else if b[b.len() - digits - 1] == b':' && (b[0] != b'[' || b[b.len() - digits - 2] == b']') {
+        (&host[..b.len() - digits - 1], Some(&host[b.len() - digits..]))
+    } else {
+        (host, None)
+    };
+    if let Some(p) = port {
+        if p.is_empty() || !matches!(p.trim_start_matches('0').parse::<u32>(), Ok(1..=65535)) {
+            return false;
+        }
+    }
+    if let Some(inner) = name.strip_prefix('[') {
+        return inner.strip_suffix(']').is_some_and(ipv6_ok);
+    }
+    // fix_hostname_non_v6
+    if name.contains("..") || name.contains(['/', '\\']) {
+        return false;
+    }
+    let name = name.strip_suffix('.').unwrap_or(name);
+    // strict_hostname_check
+    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) {
+        return false;
+    }
+    if name.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+        let quad: Vec<&str> = name.split('.').collect();
+        return quad.len() == 4 && quad.iter().all(|o| !o.is_empty() && !(o.len() > 1 && o.starts_with('0')));
+    }
+    match name.rfind('.') {
+        Some(i) if i + 1 < name.len() => name.as_bytes()[i + 1].is_ascii_alphabetic(),
+        _ => true,
+    }
+}
+
+/// An IPv6 address as inet_pton reads it (groups of 1-4 hex digits, one `::` at most, an
+/// IPv4 dotted quad at the end), without a zone.
+fn ipv6_ok(s: &str) -> bool {
+    if s.is_empty() || s.contains(":::") || s.matches("::").count() > 1 {
+        return false;
+    }
+    let (head, tail) = match s.split_once("::") {
+        Some((h, t)) => (h, Some(t)),
+        None => (s, None),
+    };
+    let groups = |part: &str| -> Option<usize> {
+        if part.is_empty() {
+            return Some(0);
+        }
+        let mut n = 0;
+        let items: Vec<&str> = part.split(':').collect();
+        for (k, g) in items.iter().enumerate() {
+            if k + 1 == items.len() && g.contains('.') {
+                let quad: Vec<&str> = g.split('.').collect();
+                let ok = quad.len() == 4
+                    && quad.iter().all(|o| {
+                        !o.is_empty()
+                            && o.len() <= 3
+                            && o.bytes().all(|c| c.is_ascii_digit())
+                            && !(o.len() > 1 && o.starts_with('0'))
+                            && o.parse::<u32>().is_ok_and(|v| v <= 255)
+                    });
+                if !ok {
+                    return None;
+                }
+                n += 2;
+            } else if g.is_empty() || g.len() > 4 || !g.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            } else {
+                n += 1;
+            }
+        }
+        Some(n)
+    };
+    // A dotted quad only ends the address.
+    if tail.is_some() && head.contains('.') {
+        return false;
+    }
+    match (groups(head), tail.map(groups)) {
+        (Some(h), None) => h == 8,
+        (Some(h), Some(Some(t))) => h + t <= 7,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_names_as_apache_reads_them() {
+        // Measured on Apache 2.4.71 (fixtures/regress/host-as-sent): 200 or 400.
+        let ok = [
+            "example.test",
+            "EXAMPLE.TEST",
+            "example.test:80",
+            "example.test.",
+            "example.test.:80",
+            "a_b.example",
+            "a-b.example",
+            "-a.example",
+            "_a.example",
+            ".example",
+            "a-.example",
+            "example.test.:08",
+            "example.test:080",
+            "example.test:65535",
+            "[::1]",
+            "[::1]:80",
+            "[::FFFF:1.2.3.4]",
+            "1.2.3.4",
+            "1.2.3.4:80",
+            "a.b.c.d.e.f",
+            "xn--bcher-kva.example",
+            "a0b.example",
+        ];
+        let refused = [
+            "a b",
+            "x/y",
+            "x\\y",
+            "[::1",
+            "example.test:",
+            "example.test:abc",
+            "example.test:0",
+            "example.test:99999",
+            "example.test:65536",
+            "...",
+            "a..b",
+            "example..",
+            "[fe80::1%25eth0]",
+            "example.test:80:80",
+            "ex%41mple.test",
+            "ex~mple",
+            ".",
+            "01.2.3.4",
+            "1.2.3",
+            "1.2.3.4.5",
+            "example.1com",
+            "example.123",
+            "[::1]:",
+            "[::1]x",
+            "[v1.x]",
+            "a\tb",
+            "\"quoted\"",
+            "example.test, other.test",
+            "a!b.example",
+            "a:b.example",
+            "a;b.example",
+            "a@b.example",
+            "a*b.example",
+            "a[b.example",
+            "a]b.example",
+        ];
+        for h in ok {
+            assert!(apache_host_ok(h), "{h} is a host name for Apache");
+        }
+        for h in refused {
+            assert!(!apache_host_ok(h), "Apache answers 400 for {h}");
+        }
+    }
 
     #[test]
     fn urls_and_lines() {

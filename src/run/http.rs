@@ -39,16 +39,29 @@ pub fn send(
     headers: &[(String, String)],
     body: &[u8],
 ) -> io::Result<HttpResponse> {
-    let mut stream = connect(addr)?;
-    exchange(&mut stream, method, target, headers, body)
+    send_version(addr, "HTTP/1.1", method, target, headers, body)
 }
 
-/// Like [`send`], over TLS with `server_name` as SNI.  The certificate is not checked:
+/// Like [`send`], with the request line's protocol `version` as given ("HTTP/1.0").
+pub fn send_version(
+    addr: SocketAddr,
+    version: &str,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> io::Result<HttpResponse> {
+    let mut stream = connect(addr)?;
+    exchange(&mut stream, version, method, target, headers, body)
+}
+
+/// Like [`send_version`], over TLS with `server_name` as SNI.  The certificate is not checked:
 /// the peer is a server this process started on loopback, often with a self-signed
 /// certificate made for the occasion.
 pub fn send_tls(
     addr: SocketAddr,
     server_name: &str,
+    version: &str,
     method: &str,
     target: &str,
     headers: &[(String, String)],
@@ -66,7 +79,7 @@ pub fn send_tls(
         .map_err(io::Error::other)?;
     let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).map_err(io::Error::other)?;
     let mut tls = rustls::StreamOwned::new(conn, connect(addr)?);
-    exchange(&mut tls, method, target, headers, body)
+    exchange(&mut tls, version, method, target, headers, body)
 }
 
 fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
@@ -78,12 +91,13 @@ fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
 
 fn exchange(
     stream: &mut impl ReadWrite,
+    version: &str,
     method: &str,
     target: &str,
     headers: &[(String, String)],
     body: &[u8],
 ) -> io::Result<HttpResponse> {
-    let mut req = format!("{method} {target} HTTP/1.1\r\n");
+    let mut req = format!("{method} {target} {version}\r\n");
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));
     }

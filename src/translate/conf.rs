@@ -367,7 +367,8 @@ fn vhost_ports(model: &Model, i: Option<usize>, listen_ports: &[u16]) -> Vec<u16
     }
 }
 
-/// Host names as a lighttpd regex on `$HTTP["host"]` (lower case, maybe `:port`).
+/// Host names as a lighttpd regex on `$HTTP["host"]`: lower case, maybe a trailing dot
+/// and `:port` (the Host as sent, which Apache's name matching ignores).
 fn host_regex(names: &[String]) -> String {
     let alts: Vec<String> = names
         .iter()
@@ -387,7 +388,7 @@ fn host_regex(names: &[String]) -> String {
             s
         })
         .collect();
-    format!("^(?:{})(?::[0-9]+)?$", alts.join("|"))
+    format!("^(?:{})\\.?(?::[0-9]+)?$", alts.join("|"))
 }
 
 pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Written {
@@ -502,6 +503,15 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let _ = writeln!(out, "server.document-root = {}", q(&main_root));
     let _ = writeln!(out, "# Apache's directory redirects are absolute URLs");
     let _ = writeln!(out, "server.feature-flags += ( \"server.absolute-dir-redirect\" => \"enable\" )");
+    let _ = writeln!(
+        out,
+        "# The Host header as the client sent it (mod_rewrite's %{{HTTP_HOST}}): a port and a trailing dot\n\
+         # stay (lighttpd still lower-cases it); the Lua refuses what Apache refuses (400)"
+    );
+    let _ = writeln!(
+        out,
+        "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\" )"
+    );
     let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in lighten.lua");
     let _ = writeln!(out, "dir-listing.activate = \"enable\"");
     let top_strict = strict_links(site, hosts.len());

@@ -443,6 +443,15 @@ impl Site<'_> {
                 y.set("nocase", c.flags.contains(&CondFlag::NoCase));
                 y.set("ornext", c.flags.contains(&CondFlag::OrNext));
                 y.set("novary", c.flags.contains(&CondFlag::NoVary));
+                if host_case_matters(c) {
+                    self.findings.push(Finding::approximated(
+                        c.at,
+                        "lighttpd lower-cases the Host header before anything reads it: this test sees \
+                         `EXAMPLE.TEST` as `example.test`, so a client that sends upper-case letters gets \
+                         what Apache answers for the lower-case name"
+                            .into(),
+                    ));
+                }
                 match c.pattern.kind {
                     crate::model::rewrite::CondKind::Regex => {
                         let re = self.regex(&c.pattern.operand, c.nocase(), c.at);
@@ -918,4 +927,15 @@ pub fn glob_to_regex(glob: &str, slash: bool) -> String {
     }
     out.push('$');
     out
+}
+
+/// Whether a condition compares the Host header as sent, case-sensitively, with a pattern
+/// that has letters: lighttpd hands the Lua the Host in lower case only.
+fn host_case_matters(c: &crate::model::rewrite::RewriteCond) -> bool {
+    use crate::model::rewrite::CondKind::*;
+    let test = c.test.to_ascii_lowercase();
+    (test.contains("%{http_host}") || test.contains("%{http:host}"))
+        && !c.nocase()
+        && matches!(c.pattern.kind, Regex | StrLt | StrLe | StrEq | StrGt | StrGe)
+        && c.pattern.operand.bytes().any(|b| b.is_ascii_alphabetic())
 }

@@ -1,13 +1,16 @@
 //! Attacker variants of a request Apache refused (`lighten verify --attack`, and the
 //! differential suites): the same target written the ways someone probing a freshly
 //! migrated site writes it (percent-encoding, dot segments, doubled slashes, trailing
-//! bytes, case, PATH_INFO, a `#` fragment, other methods, Host variants, a long segment).
-//! Each is sent byte for byte to both servers; where Apache refuses the variant too, the
-//! converted site must not serve it (fail-open).
+//! bytes, case, PATH_INFO, a `#` fragment, other methods, Host variants, a long segment,
+//! an absolute-form target, HTTP/1.0 without Host). Each is sent byte for byte to both
+//! servers; where Apache refuses the variant too, the converted site must not serve it
+//! (fail-open).
 
 use crate::eval::Request;
+use crate::eval::request::Wire;
 
-/// The variants of `req`, each with what it changed; none that repeats `req` itself.
+/// The variants of `req` in what it asks for, each with what it changed; none that
+/// repeats `req` itself.
 pub fn variants(req: &Request) -> Vec<(Request, &'static str)> {
     let mut out: Vec<(Request, &'static str)> = Vec::new();
     let path = req.path.as_str();
@@ -78,6 +81,27 @@ pub fn variants(req: &Request) -> Vec<(Request, &'static str)> {
     out
 }
 
+/// The variants of `req` that change how it goes on the wire rather than what it asks
+/// for: an absolute-form target, HTTP/1.0 without Host (the address's default vhost in
+/// both servers), and the Host header with a port the listener does not have (Apache
+/// selects the vhost by name alone and, under `UseCanonicalName Off`, reports that port
+/// as `SERVER_PORT`).  `host` is the Host header the request is sent with.
+pub fn wire_variants(req: &Request, host: &str) -> Vec<(Request, &'static str)> {
+    let (name, _) = crate::model::server::split_host_port(host);
+    let name = name.unwrap_or_else(|| host.to_string());
+    let default = if req.scheme == "https" { "443" } else { "80" };
+    [
+        (Wire::Absolute, "the target in absolute form"),
+        (Wire::Http10NoHost, "HTTP/1.0 without a Host header"),
+        (Wire::Host(format!("{name}:{default}")), "the Host with the scheme's default port"),
+        (Wire::Host(format!("{name}:1")), "the Host with a port the server does not listen on"),
+    ]
+    .into_iter()
+    .filter(|_| req.wire == Wire::Origin)
+    .map(|(wire, what)| (Request { wire, ..req.clone() }, what))
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +123,19 @@ mod tests {
         assert!(!lines.contains(&req.to_line()));
         let unique: std::collections::BTreeSet<&String> = lines.iter().collect();
         assert_eq!(unique.len(), lines.len());
+        let wire: Vec<String> =
+            wire_variants(&req, "example.test").into_iter().map(|(r, _)| r.to_line()).collect();
+        assert_eq!(
+            wire,
+            [
+                "GET http://example.test:80/private/secret.txt | (absolute-form)",
+                "GET http://example.test:80/private/secret.txt | (HTTP/1.0, no Host)",
+                "GET http://example.test:80/private/secret.txt | (Host: example.test:80)",
+                "GET http://example.test:80/private/secret.txt | (Host: example.test:1)",
+            ]
+        );
+        for line in &wire {
+            assert_eq!(&Request::parse_line(line).unwrap().unwrap().to_line(), line);
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod derive;
 pub mod report;
 
 use crate::config::Config;
+use crate::eval::request::Wire;
 use crate::eval::{self, Request, Served};
 use crate::model::Model;
 use crate::run::http::{self, HttpResponse};
@@ -228,13 +229,14 @@ pub fn run(
         if let Some(h) = host.strip_suffix(default_port) {
             host = h.to_string();
         }
-        let mut headers: Vec<(String, String)> = vec![("Host".into(), host)];
+        let mut headers: Vec<(String, String)> = vec![("Host".into(), host.clone())];
         headers.extend(req.headers.iter().cloned());
         let mut r = req.clone();
-        r.host = Some(headers[0].1.clone());
+        r.host = req.host_header(&host);
         let ev = eval::evaluate(model, &cfg.sysroot, &r, port);
-        let ra = send(aport, tls, req, &headers);
-        let rl = send(lport, tls, req, &headers);
+        let sent = Sent::new(req, &host, headers);
+        let ra = send(aport, tls, &sent);
+        let rl = send(lport, tls, &sent);
         crate::run::process::not_interrupted()?;
         let (ra, rl) = match (ra, rl) {
             (Ok(x), Ok(y)) => (x, y),
@@ -269,7 +271,7 @@ pub fn run(
         let mut fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
         // The same request again: the converted site may answer it from its decision
         // cache (lighten_core.lua), which must answer as the evaluation did.
-        match send(lport, tls, req, &headers) {
+        match send(lport, tls, &sent) {
             Ok(again) => {
                 let s2 = observe::observe(&again, paths, &cfg.sysroot, Some(&ev.outcome), head);
                 for d in compare(&ra, &again, &sa.served, &s2.served, &custom, head) {
@@ -280,6 +282,21 @@ pub fn run(
                 fail_open |= (400..500).contains(&ra.status) && (200..300).contains(&again.status);
             }
             Err(e) => differences.push(format!("sent again: no answer: {e}")),
+        }
+        // lighttpd lower-cases the Host before anything reads it, so the converted site
+        // answers an upper-case Host as Apache answers the lower-case one: that is no
+        // fail-open when Apache serves the lower-case name alike (anyone may ask for it).
+        if fail_open && sent.host().is_some_and(|h| h.bytes().any(|b| b.is_ascii_uppercase())) {
+            if let Ok(lower) = send(aport, tls, &sent.with_host_lowercased()) {
+                if lower.status == rl.status {
+                    fail_open = false;
+                    differences.push(format!(
+                        "Apache answers the lower-case Host {} too: lighttpd lower-cases the Host \
+                         header before anything reads it (reported as approximated)",
+                        lower.status
+                    ));
+                }
+            }
         }
         let (vhost, rules, decided_at) = attribution(&ev, &cfg.sources);
         comparisons.push(Comparison {
@@ -294,7 +311,12 @@ pub fn run(
             attack: attack.map(str::to_string),
         });
         if opts.attack && attack.is_none() && matches!(ra.status, 401 | 403) {
-            queue.extend(attack::variants(req).into_iter().map(|(r, what)| (r, Some(what))));
+            queue.extend(
+                attack::variants(req)
+                    .into_iter()
+                    .chain(attack::wire_variants(req, &host))
+                    .map(|(r, what)| (r, Some(what))),
+            );
         }
     }
     if let Some(p) = opts.progress.as_mut() {
@@ -306,13 +328,68 @@ pub fn run(
     Ok(Verification { comparisons, conversion, kept })
 }
 
-fn send(port: u16, tls: bool, req: &Request, headers: &[(String, String)]) -> std::io::Result<HttpResponse> {
+/// A request as it goes on the wire: request line and headers.
+pub struct Sent {
+    method: String,
+    target: String,
+    version: &'static str,
+    headers: Vec<(String, String)>,
+    /// The name TLS asks for: the request's host, whatever Host header is sent.
+    sni: String,
+}
+
+impl Sent {
+    /// `req` sent as its `wire` says, to `host` (the Host header it would carry), with
+    /// `headers` (Host first).
+    pub fn new(req: &Request, host: &str, mut headers: Vec<(String, String)>) -> Sent {
+        let sni = crate::model::server::split_host_port(host).0.unwrap_or_default();
+        let mut target = req.target();
+        let mut version = "HTTP/1.1";
+        match &req.wire {
+            Wire::Origin => {}
+            Wire::Absolute => target = format!("{}://{host}{target}", req.scheme),
+            Wire::Http10NoHost => {
+                version = "HTTP/1.0";
+                headers.remove(0);
+            }
+            Wire::Host(h) => headers[0].1 = h.clone(),
+        }
+        Sent { method: req.method.clone(), target, version, headers, sni }
+    }
+}
+
+impl Sent {
+    /// The Host header sent, if any.
+    fn host(&self) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host")).map(|(_, v)| v.as_str())
+    }
+
+    /// The same request with its Host header in lower case.
+    fn with_host_lowercased(&self) -> Sent {
+        let headers = self
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (n.clone(), if n.eq_ignore_ascii_case("host") { v.to_ascii_lowercase() } else { v.clone() })
+            })
+            .collect();
+        Sent {
+            method: self.method.clone(),
+            target: self.target.clone(),
+            version: self.version,
+            headers,
+            sni: self.sni.clone(),
+        }
+    }
+}
+
+/// Sends `s` to the server on loopback `port`, over TLS when `tls`.
+pub fn send(port: u16, tls: bool, s: &Sent) -> std::io::Result<HttpResponse> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     if tls {
-        let sni = crate::model::server::split_host_port(&headers[0].1).0.unwrap_or_default();
-        http::send_tls(addr, &sni, &req.method, &req.target(), headers, b"")
+        http::send_tls(addr, &s.sni, s.version, &s.method, &s.target, &s.headers, b"")
     } else {
-        http::send(addr, &req.method, &req.target(), headers, b"")
+        http::send_version(addr, s.version, &s.method, &s.target, &s.headers, b"")
     }
 }
 
@@ -343,6 +420,16 @@ pub fn compare(
     }
     if content {
         for h in HEADERS.iter().map(|s| s.to_string()).chain(custom.iter().cloned()) {
+            // Each server computes its own validator (Apache: size and mtime in hex, weak
+            // within a second of the mtime; lighttpd: its own hash): whether there is one
+            // is what the configuration decides (FileETag None, Header unset ETag).
+            if h.eq_ignore_ascii_case("etag") {
+                let has = |r: &HttpResponse| if r.header(&h).is_some() { "present" } else { "absent" };
+                if has(ra) != has(rl) {
+                    diffs.push(format!("{h}: {} vs {}", has(ra), has(rl)));
+                }
+                continue;
+            }
             let (x, y) = (norm(ra.header_joined(&h).as_deref()), norm(rl.header_joined(&h).as_deref()));
             if x != y {
                 diffs.push(format!("{h}: {x:?} vs {y:?}"));

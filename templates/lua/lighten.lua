@@ -376,8 +376,10 @@ end
 function Ctx:host_name()
   local h = self:header("Host")
   if not h then return "" end
-  local host = split_host_port(h)
-  return lower(host or "")
+  -- Apache's r->hostname: without the port and one trailing dot, in lower case
+  local host = lower(split_host_port(h) or "")
+  if sub(host, -1) == "." then host = sub(host, 1, -2) end
+  return host
 end
 
 function Ctx:docroot()
@@ -475,6 +477,8 @@ local VARS = {
   REMOTE_USER = function(cx) return cx.user or "" end,
   REMOTE_IDENT = function() return "" end,
   AUTH_TYPE = function(cx) return cx.user and "Basic" or "" end,
+  -- r->content_type: the response's type where mod_headers reads it (apply_headers).
+  CONTENT_TYPE = function(cx) return cx.content_type or "" end,
 }
 for name, f in pairs(TIME_FMT) do
   VARS[name] = function()
@@ -594,7 +598,14 @@ local function apply(dc, s, dir, t)
     if engine == nil then engine = prev and prev.engine or false end
     local base = rwc.base
     if base == nil and prev then base = prev.base end
-    dc.rewrite = { engine = engine, base = base, directory = dir, rules = rules }
+    local allow_no_slash = prev and prev.allow_no_slash or false
+    if rwc.options and #rwc.options > 0 then
+      allow_no_slash = false
+      for _, o in ipairs(rwc.options) do
+        if o == "allownoslash" then allow_no_slash = true end
+      end
+    end
+    dc.rewrite = { engine = engine, base = base, directory = dir, rules = rules, allow_no_slash = allow_no_slash }
   end
   local a = st.access
   if a then
@@ -1324,6 +1335,11 @@ function Ctx:round(uri, args)
 
   local pending
   local rwd = dc.rewrite
+  -- mod_rewrite declines a folder's rules for the folder itself asked for without its
+  -- slash, leaving it to mod_dir (unless RewriteOptions AllowNoSlash).
+  if rwd and not rwd.allow_no_slash and sub(rwd.directory, -1) == "/" and sub(rwd.directory, 1, -2) == fname then
+    rwd = nil
+  end
   if rwd and rwd.engine and #rwd.rules > 0 then
     if dc.options & (OPT.followsymlinks | OPT.symlinksifownermatch) == 0 then return done(403) end
     local st = { filename = fname, path_info = path_info, args = self.args, status = 200 }
@@ -1517,6 +1533,7 @@ M.content_type = content_type
 -- mod_headers and mod_expires for a response, from the final directory configuration.
 local function apply_headers(cx, dc, status, ctype)
   local rh = lighty.r.resp_header
+  cx.content_type = ctype
   if dc.expires and dc.expires.active then
     local rule = (ctype and dc.expires.by_type[(ctype:match("^[^;]+") or ctype)]) or dc.expires.default
     if rule and status >= 200 and status < 300 then
@@ -1569,6 +1586,8 @@ function M.physical(l, site, n)
   local r = lighty.r
   local attr = r.req_attr
   local headers = r.req_header
+  -- A Host Apache would not take: its 400, before anything reads the request.
+  if plans.host_refused(headers["Host"]) then return 400 end
   local cx = setmetatable({
     site = site, v = site.vhosts[n], maps = site.vhosts[n].maps or {},
     https = attr["uri.scheme"] == "https",

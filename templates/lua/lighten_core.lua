@@ -298,7 +298,9 @@ function M.server_name(cx)
   if sn then return sn end
   local site = cx.site
   local h = cx.headers["Host"]
+  -- Apache's r->hostname: without the port and one trailing dot, in lower case
   local host = h and h ~= "" and lower(split_host_port(h) or "") or ""
+  if byte(host, -1) == 46 then host = sub(host, 1, -2) end
   if site.canonical or host == "" then sn = site.name else sn = host end
   cx.sn = sn
   return sn
@@ -857,6 +859,12 @@ function round(cx, uri, args)
 
   local pending, pending_args
   local rules = dc.rules
+  -- mod_rewrite declines a folder's rules for the folder itself asked for without its
+  -- slash, leaving it to mod_dir (unless RewriteOptions AllowNoSlash).
+  if rules and not dc.allow_no_slash and #fname == #dc.perdir - 1 and byte(dc.perdir, -1) == 47
+    and sub(dc.perdir, 1, -2) == fname then
+    rules = nil
+  end
   if rules and not dc.symlinks then return 403 end
   -- The list cannot change what an existing file is answered with (files_pass, decided
   -- by the compiler): lighttpd serves it without running the rules.
@@ -1232,6 +1240,8 @@ function M.physical(l, site)
   last_path, last_st = nil, nil
   reads = nil
   local r = l.r
+  -- A Host Apache would not take: its 400, before anything reads the request.
+  if plans.host_refused(r.req_header["Host"]) then return 400 end
   local attr = r.req_attr
   local method = attr["request.method"]
   local target = attr["request.orig-uri"] or attr["request.uri"]

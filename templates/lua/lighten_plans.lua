@@ -1,6 +1,6 @@
 -- lighten_plans.lua: what both tiers share: the decision cache (lighten_core.lua's
--- `decide`, lighten.lua's M.physical), the symbolic-link lookup and the .htaccess safety
--- net.
+-- `decide`, lighten.lua's M.physical), the symbolic-link lookup, the .htaccess safety
+-- net and Apache's check of the Host header.
 --
 -- Fixed text shipped by lighten (templates/lua/lighten_plans.lua).  What a tier decides
 -- for a request is a function of what it reads: the key (method, request-target,
@@ -14,6 +14,7 @@
 -- it starts afresh; a target over 512 bytes or headers read over 2 KB are not kept.
 
 local M = {}
+local byte, sub, find = string.byte, string.sub, string.find
 
 local KEYS, A_KEY, HEADERS = 256, 4, 2048
 M.TARGET = 512
@@ -234,6 +235,88 @@ end
 
 function M.htaccess_refused(lc, asked, answered)
   return changed_above(lc, asked) or changed_above(lc, answered)
+end
+
+-- Whether Apache answers 400 for this Host ("Client sent malformed Host header"): the
+-- check of vhost.c's fix_hostname under HttpProtocolOptions Strict, measured on 2.4.71
+-- (eval::request::apache_host_ok is the same in Rust).  lighttpd.conf turns lighttpd's
+-- own host checks off so that the Lua sees the Host as sent (port and trailing dot kept;
+-- lighttpd still lower-cases it), so this is the only check.  Accepted values are
+-- remembered (256 at most).
+local function ipv6_ok(s)
+  if s == "" or find(s, ":::", 1, true) or find(s, "%", 1, true) then return false end
+  local dc = find(s, "::", 1, true)
+  if dc and find(s, "::", dc + 1, true) then return false end
+  local function groups(part, last)
+    if part == "" then return 0 end
+    local n, items = 0, {}
+    for g in (part .. ":"):gmatch("([^:]*):") do items[#items + 1] = g end
+    for k, g in ipairs(items) do
+      if k == #items and last and find(g, ".", 1, true) then
+        local o = {}
+        for x in (g .. "."):gmatch("([^.]*)%.") do o[#o + 1] = x end
+        if #o ~= 4 then return nil end
+        for _, x in ipairs(o) do
+          if not x:match("^%d%d?%d?$") or (#x > 1 and sub(x, 1, 1) == "0") or tonumber(x) > 255 then
+            return nil
+          end
+        end
+        n = n + 2
+      elseif not g:match("^%x%x?%x?%x?$") then
+        return nil
+      else
+        n = n + 1
+      end
+    end
+    return n
+  end
+  if dc then
+    local head, tail = sub(s, 1, dc - 1), sub(s, dc + 2)
+    if find(head, ".", 1, true) then return false end
+    local h, t = groups(head, false), groups(tail, true)
+    return h ~= nil and t ~= nil and h + t <= 7
+  end
+  return groups(s, true) == 8
+end
+
+local function host_ok(h)
+  local digits = #(h:match("%d*$"))
+  local name, port = h, nil
+  if digits == #h then
+    port = h
+  elseif byte(h, #h - digits) == 58 and (byte(h, 1) ~= 91 or byte(h, #h - digits - 1) == 93) then
+    name, port = sub(h, 1, #h - digits - 1), sub(h, #h - digits + 1)
+  end
+  if port then
+    local p = tonumber(port)
+    if port == "" or not p or p < 1 or p > 65535 then return false end
+  end
+  if byte(name, 1) == 91 then
+    return byte(name, -1) == 93 and ipv6_ok(sub(name, 2, -2))
+  end
+  if find(name, "..", 1, true) or find(name, "[/\\]") then return false end
+  if byte(name, -1) == 46 then name = sub(name, 1, -2) end
+  if find(name, "[^%w%-_.]") then return false end
+  if not find(name, "[^%d.]") then
+    local o = {}
+    for x in (name .. "."):gmatch("([^.]*)%.") do o[#o + 1] = x end
+    if #o ~= 4 then return false end
+    for _, x in ipairs(o) do
+      if x == "" or (#x > 1 and sub(x, 1, 1) == "0") then return false end
+    end
+    return true
+  end
+  local last = name:match("%.([^.]*)$")
+  return not last or last == "" or find(last, "^%a") ~= nil
+end
+
+local good_hosts, n_good = {}, 0
+function M.host_refused(h)
+  if h == nil or h == "" or good_hosts[h] then return false end
+  if not host_ok(h) then return true end
+  if n_good >= 256 then good_hosts, n_good = {}, 0 end
+  good_hosts[h], n_good = true, n_good + 1
+  return false
 end
 
 return M

@@ -13,6 +13,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("codeigniter4", "GET http://WWW.Example.com/", HOST_CASE),
     ("h5bp", "GET http://WWW.Example.Test/about", HOST_CASE),
     ("w3tc", "GET http://EXAMPLE.TEST/about/", HOST_CASE),
+    ("host-as-sent", "GET http://example.test/a/page.html | (Host: EXAMPLE.TEST)", HOST_CASE),
     ("magento2", "TRACE /", TRACE),
     ("magento2", "TRACE /pub/", TRACE),
     ("magento2", "TRACK /", TRACE),
@@ -24,7 +25,35 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict.test/listed/", LISTING_LINK),
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
+    ("kirby", "HEAD /about", HEAD_VARY),
+    ("kirby", "GET /media/pages/photography/trees/abc123-1700000000/notes.unknownext", OCTET),
+    ("phpbb", "GET /composer.lock", OCTET),
+    ("phpbb", "GET /images/avatars/", LISTING_HIDDEN),
+    ("shopware6", "GET /", LISTING_HIDDEN),
+    ("shopware6", "GET /symfony.lock", OCTET),
+    ("shopware6", "GET /config/packages/shopware.yaml", OCTET),
+    ("wp-fastest-cache", "GET http://example.test/wp-content/themes/twentytwentyfour/style.css", CONNECTION),
+    (
+        "wp-fastest-cache",
+        "GET http://example.test/wp-content/themes/twentytwentyfour/style.css | Accept-Encoding: gzip",
+        CONNECTION,
+    ),
+    ("wp-fastest-cache", "GET http://example.test/wp-content/themes/twentytwentyfour/font.woff2", CONNECTION),
+    ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/photo.jpg", CONNECTION),
+    ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/icon.png", CONNECTION),
 ];
+
+const OCTET: &str = "no type is configured for the extension: Apache sends no Content-Type, lighttpd always \
+     names one (application/octet-stream)";
+
+const LISTING_HIDDEN: &str = "the folder holds an entry mod_autoindex leaves out of its listing (its configuration \
+     refuses it); lighttpd's listing would show the name, so the translation refuses the listing (403)";
+
+const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
+     adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";
+
+const CONNECTION: &str = "Header set Connection keep-alive: Connection is the server's own hop-by-hop header; \
+     Apache merges the set value with its own (keep-alive,close), lighttpd sends only its own (close)";
 
 const LISTING: &str = "mod_autoindex lists the folder without the file a <FilesMatch> denies; lighttpd's \
      listing would show its name, so the translation refuses the listing (403)";

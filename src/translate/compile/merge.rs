@@ -101,7 +101,12 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
         }
         let engine = rw.engine.as_ref().map(|e| e.value).unwrap_or(prev.as_ref().is_some_and(|p| p.engine));
         let base = rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base));
-        m.rewrite = Some(Rewrite { engine, base, directory: dir.to_string(), rules });
+        let allow_no_slash = if opts.is_empty() {
+            prev.as_ref().is_some_and(|p| p.allow_no_slash)
+        } else {
+            opts.iter().any(|o| o == "allownoslash")
+        };
+        m.rewrite = Some(Rewrite { engine, base, directory: dir.to_string(), rules, allow_no_slash });
     }
     let a = st.access();
     if !a.require.is_empty() {

@@ -638,6 +638,9 @@ impl<'s, 'a> Writer<'s, 'a> {
                 }
             }
             t.set("base", rw.base.map(str::to_string));
+            if rw.allow_no_slash {
+                t.set("allow_no_slash", true);
+            }
             t.set("symlinks", m.options & (merge::opt::SYM_LINKS | merge::opt::SYM_OWNER) != 0);
             if rules::noop_for_files(&rw.rules) {
                 t.set("files_pass", true);
