@@ -616,16 +616,12 @@ impl<'m> Engine<'m> {
         let no_slash = |rw: &dirconf::RewriteDir<'m>| {
             !rw.allow_no_slash && fname == rw.directory.trim_end_matches('/') && rw.directory.ends_with('/')
         };
-        if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty()) {
-            if no_slash(&rw) {
-                self.note(
-                    None,
-                    format!(
-                        "mod_rewrite: the rules of {} are not run for the folder itself without its slash",
-                        rw.directory
-                    ),
-                );
-            }
+        if let Some(rw) = dc.rewrite.as_ref().filter(|r| r.engine && !r.rules.is_empty() && no_slash(r)) {
+            let text = format!(
+                "mod_rewrite: the rules of {} are not run for the folder itself without its slash",
+                rw.directory
+            );
+            self.note(None, text);
         }
         if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty() && !no_slash(r)) {
             if dc.options & (dirconf::opt::SYM_LINKS | dirconf::opt::SYM_OWNER) == 0 {

@@ -234,10 +234,10 @@ pub fn apache_host_ok(host: &str) -> bool {
     } else {
         (host, None)
     };
-    if let Some(p) = port {
-        if p.is_empty() || !matches!(p.trim_start_matches('0').parse::<u32>(), Ok(1..=65535)) {
-            return false;
-        }
+    if let Some(p) = port
+        && (p.is_empty() || !matches!(p.trim_start_matches('0').parse::<u32>(), Ok(1..=65535)))
+    {
+        return false;
     }
     if let Some(inner) = name.strip_prefix('[') {
         return inner.strip_suffix(']').is_some_and(ipv6_ok);
@@ -253,7 +253,7 @@ pub fn apache_host_ok(host: &str) -> bool {
     }
     if name.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
         let quad: Vec<&str> = name.split('.').collect();
-        return quad.len() == 4 && quad.iter().all(|o| !o.is_empty() && !(o.len() > 1 && o.starts_with('0')));
+        return quad.len() == 4 && quad.iter().all(|o| !(o.is_empty() || o.len() > 1 && o.starts_with('0')));
     }
     match name.rfind('.') {
         Some(i) if i + 1 < name.len() => name.as_bytes()[i + 1].is_ascii_alphabetic(),

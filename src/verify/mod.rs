@@ -286,17 +286,17 @@ pub fn run(
         // lighttpd lower-cases the Host before anything reads it, so the converted site
         // answers an upper-case Host as Apache answers the lower-case one: that is no
         // fail-open when Apache serves the lower-case name alike (anyone may ask for it).
-        if fail_open && sent.host().is_some_and(|h| h.bytes().any(|b| b.is_ascii_uppercase())) {
-            if let Ok(lower) = send(aport, tls, &sent.with_host_lowercased()) {
-                if lower.status == rl.status {
-                    fail_open = false;
-                    differences.push(format!(
-                        "Apache answers the lower-case Host {} too: lighttpd lower-cases the Host \
-                         header before anything reads it (reported as approximated)",
-                        lower.status
-                    ));
-                }
-            }
+        if fail_open
+            && sent.host().is_some_and(|h| h.bytes().any(|b| b.is_ascii_uppercase()))
+            && let Ok(lower) = send(aport, tls, &sent.with_host_lowercased())
+            && lower.status == rl.status
+        {
+            fail_open = false;
+            differences.push(format!(
+                "Apache answers the lower-case Host {} too: lighttpd lower-cases the Host \
+                 header before anything reads it (reported as approximated)",
+                lower.status
+            ));
         }
         let (vhost, rules, decided_at) = attribution(&ev, &cfg.sources);
         comparisons.push(Comparison {
