@@ -111,9 +111,9 @@ impl Expander<'_> {
             {
                 let inner = &input[i + 2..end];
                 if c == b'%' {
-                    // The variable name is expanded too (%{HTTP:X-$1} is legal).
-                    let name = self.expand(inner, look);
-                    out.push_str(&look.var(&name));
+                    // The name is taken as written: %{HTTP:X-$1} is the header "X-$1"
+                    // (measured on 2.4.71).
+                    out.push_str(&look.var(inner));
                 } else {
                     let from = out.len();
                     out.push_str(&self.map_lookup(inner, look));

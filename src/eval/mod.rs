@@ -255,6 +255,9 @@ impl<'m> Engine<'m> {
                     return o;
                 }
                 RoundEnd::Internal { uri: u, args: a } => {
+                    // [T=] lives in the request's notes, which the new request does not
+                    // inherit (a per-directory rule's type is lost with its redirect).
+                    self.forced_type = None;
                     // The new request sees the old one's environment as REDIRECT_*.
                     let mut env: BTreeMap<String, String> =
                         self.env.iter().map(|(k, v)| (format!("REDIRECT_{k}"), v.clone())).collect();

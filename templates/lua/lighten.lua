@@ -1437,6 +1437,8 @@ function Ctx:run()
     if self.rounds > MAX_REDIRECTS + 1 then return done(500) end
     local o = self:round(uri, args)
     if o.internal then
+      -- [T=] lives in the request's notes, which the new request does not inherit.
+      self.forced_type = nil
       local env = {}
       for k, v in pairs(self.env) do env["REDIRECT_" .. k] = v end
       env.REDIRECT_URL = self.redirect_url or uri

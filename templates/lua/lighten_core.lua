@@ -953,6 +953,8 @@ local function run(cx)
     if rounds > MAX_REDIRECTS + 1 then return 500 end
     local status, next_uri, next_args = round(cx, uri, args)
     if status then return status end
+    -- [T=] lives in the request's notes, which the new request does not inherit.
+    cx.forced_type = nil
     local env = {}
     if cx.env then
       for k, v in pairs(cx.env) do env["REDIRECT_" .. k] = v end

@@ -309,8 +309,8 @@ function M.expand(s, rc, cc, esc, env, marks)
       if esc then v = escape_backref(v, esc) end
       mark = true
     elseif kind == 4 then
-      -- The variable name is expanded too (%{HTTP:X-$1} is legal).
-      v = env:var(expand(val, rc, cc, esc, env))
+      -- The name as written: %{HTTP:X-$1} is the header "X-$1".
+      v = env:var(val)
     else
       v, mark = map_lookup(val, rc, cc, esc, env), true
     end
@@ -567,13 +567,15 @@ local function apply_rule(rule, subject, perdir, state, env, trace)
       no_plus = flag(rule, "escape-no-plus") ~= nil,
     }
   end
-  -- [E=VAR:VAL] and [CO=...] are expanded whether or not there is a substitution.
+  -- [E=VAR:VAL] is expanded whether or not there is a substitution, after it (a
+  -- %{ENV:VAR} in the same rule's substitution sees the value before), without [B].
   local fl = rule.flags
-  if fl then
+  local function set_env()
+    if not fl then return end
     for k = 1, #fl do
       local f = fl[k]
       if f.k == "env" then
-        local v = expand(f.v or "", rc, cc, esc, env)
+        local v = expand(f.v or "", rc, cc, nil, env)
         if byte(v) == 33 then
           env:set_env(sub(v, 2), nil)
         else
@@ -602,6 +604,7 @@ local function apply_rule(rule, subject, perdir, state, env, trace)
   end
   local subst = rule.subst
   if subst == "-" or status then
+    set_env()
     if status then
       state.status = status
       if trace then trace[#trace + 1] = { at = rule.at, depth = 1, text = "answers " .. status } end
@@ -612,6 +615,7 @@ local function apply_rule(rule, subject, perdir, state, env, trace)
   end
   local marks = {}
   local new = expand(subst, rc, cc, esc, env, marks)
+  set_env()
   if trace then
     trace[#trace + 1] = { at = rule.at, depth = 1, text = "rewrite '" .. subject .. "' -> '" .. new .. "'" }
   end

@@ -683,6 +683,14 @@ fn htaccess_written_later(interpreted: bool) {
     let w = WpscCopy::new(interpreted);
     let (site, out, port) = (&w.site, &w.out, w.port);
     let ht = site.join(".htaccess");
+    // A folder the site refuses, converted as it is; a link to it is made later.
+    let secret = site.join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    set_mode(&secret, 0o755);
+    for (name, text) in [(".htaccess", "Require all denied\n"), ("file.txt", "secret\n")] {
+        std::fs::write(secret.join(name), text).unwrap();
+        set_mode(&secret.join(name), 0o644);
+    }
     let r = w.convert(&[]);
     let image = "/wp-content/uploads/2024/beach.jpg";
     let css = "/wp-content/themes/twentytwentyfour/style.css";
@@ -698,6 +706,14 @@ fn htaccess_written_later(interpreted: bool) {
         assert_eq!(get(port, "example.test", image).0, 503);
         assert_eq!(get(port, "example.test", "/wp-content/uploads/2024/").0, 503);
         assert_eq!(get(port, "example.test", css).0, 200);
+        // A symbolic link made after the conversion to the refused folder: Apache follows
+        // it and reads the folder's .htaccess under the link's name (403); the converted
+        // site meets an .htaccess it did not convert there and refuses (503), never 200.
+        assert_eq!(get(port, "example.test", "/secret/file.txt").0, 403);
+        std::os::unix::fs::symlink("secret", site.join("open")).unwrap();
+        settle();
+        assert_eq!(get(port, "example.test", "/open/file.txt").0, 503);
+        assert_eq!(get(port, "example.test", "/open/").0, 503);
         // The WordPress .htaccess edited in place: the whole site is refused.
         let text = std::fs::read_to_string(&ht).unwrap();
         std::fs::write(&ht, format!("{text}\n<Files \"style.css\">\nRequire all denied\n</Files>\n"))
@@ -717,6 +733,7 @@ fn htaccess_written_later(interpreted: bool) {
     let _server = start(&run_line(&r), None);
     assert_eq!(get(port, "example.test", image).0, 403);
     assert_eq!(get(port, "example.test", css).0, 403);
+    assert_eq!(get(port, "example.test", "/open/file.txt").0, 403);
 }
 
 /// `lighten verify --attack` sends the attacker variants of every request Apache refuses

@@ -581,12 +581,14 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             Reads::Record => out.push_str("    core.add_vary(cx)\n"),
             Reads::Plain => {}
         }
-        // [E=VAR:VAL] and [T=type], expanded whether or not there is a substitution.
+        // [E=VAR:VAL] and [T=type], expanded whether or not there is a substitution; [E=]
+        // after it (a %{ENV:VAR} in the substitution sees the value before).
+        let mut env_lines = String::new();
         for f in &r.flags {
             match f.kind {
                 RuleFlagKind::Env => {
                     let (e, _, _) = template_with(f.value.as_deref().unwrap_or(""), Reads::Plain, whole)?;
-                    let _ = writeln!(out, "    core.env_flag(cx, {e})");
+                    let _ = writeln!(env_lines, "    core.env_flag(cx, {e})");
                 }
                 RuleFlagKind::Type => {
                     if let Some(v) = &f.value {
@@ -605,6 +607,9 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
         } else {
             code.filter(|c| !(300..400).contains(c))
         };
+        if r.substitution == "-" || status.is_some() {
+            out.push_str(&env_lines);
+        }
         if let Some(s) = status {
             let _ = writeln!(out, "    cx.status = {s}\n    do return \"status\" end");
             out.push_str("  end\n");
@@ -632,6 +637,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                 && !r.has(RuleFlagKind::Redirect)
                 && !how.contains('D');
             let _ = writeln!(out, "    local new = {e}");
+            out.push_str(&env_lines);
             let ind = if path_only {
                 out.push_str("    if find(new, \"?\", 1, true) then\n");
                 "      "
