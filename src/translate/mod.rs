@@ -171,22 +171,19 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         php_exts: conf::php_extensions(model),
         deflate: conf::deflate_types(model, &mut Vec::new()),
     };
-    // Nothing unsupported anywhere in the report (a directive the catalogue marks
-    // unsupported leaves no finding but counts): what is unsupported fails closed through
-    // marks in the interpreter's data. Approximations (IndexIgnore, FileETag MTime) are
-    // carried the same way by both tiers.
-    let exact = !report::build(model, &cfg.sources, &site.findings)
-        .entries
-        .iter()
-        .any(|e| matches!(e.fate, Fate::Unsupported { .. }));
+    // Each host on its own: what the translation refuses per request (ScriptAlias, [P],
+    // RewriteMap, Require group, Header edit, an expression or regex it cannot carry,
+    // SSLVerifyClient) fails closed through marks in the interpreter's data, and the
+    // compiler refuses every one of those constructs in the host's scopes
+    // (`compile::host` says which); what is unsupported and left out (UserDir, <Proxy>,
+    // FcgidInitialEnv, ...) is left out by both tiers alike. Approximations (IndexIgnore,
+    // FileETag MTime) are carried the same way by both.
     let names = compile::module_names(model);
     let mut compiled: Vec<Result<compile::Compiled, String>> = hosts
         .iter()
         .map(|h| {
             if opts.trace {
                 Err("--trace asks for the interpreter's trace".into())
-            } else if !exact {
-                Err("something is unsupported (see report.md)".into())
             } else {
                 compile::host(model, &site, *h, &shared)
             }
