@@ -294,7 +294,7 @@ fn apply_rule(
         }
     };
     if let Some(t) = rule.flag(RuleFlagKind::Type).and_then(|f| f.value.as_deref()) {
-        state.forced_type = Some(ex.expand(t, look));
+        state.forced_type = Some(content_type_lower(&ex.expand(t, look)));
     }
     if let Some(h) = rule.flag(RuleFlagKind::Handler).and_then(|f| f.value.as_deref()) {
         state.forced_handler = Some(ex.expand(h, look));
@@ -584,6 +584,15 @@ fn atoi(s: &str) -> i64 {
         .take_while(|b| b.is_ascii_digit())
         .fold(0i64, |acc, b| acc.saturating_mul(10).saturating_add((b - b'0') as i64));
     if neg { -n } else { n }
+}
+
+/// A content type as Apache stores it (ap_content_type_tolower): the type and subtype
+/// in lower case, parameters as written (`[T=Text/X-Custom]` answers `text/x-custom`).
+pub fn content_type_lower(t: &str) -> String {
+    match t.find(';') {
+        Some(i) => t[..i].to_ascii_lowercase() + &t[i..],
+        None => t.to_ascii_lowercase(),
+    }
 }
 
 #[cfg(test)]

@@ -484,6 +484,14 @@ function M.dollars(v, caps)
 end
 
 -- [E=VAR:VAL], [E=VAR], [E=!VAR]
+-- [T=type] as Apache stores it (ap_content_type_tolower): type and subtype in lower
+-- case, parameters as written.
+function M.type_flag(cx, t)
+  local i = find(t, ";", 1, true)
+  if i then t = lower(sub(t, 1, i - 1)) .. sub(t, i) else t = lower(t) end
+  cx.forced_type = t
+end
+
 function M.env_flag(cx, v)
   if byte(v) == 33 then
     M.set_env(cx, sub(v, 2), nil)

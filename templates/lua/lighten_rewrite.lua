@@ -58,6 +58,14 @@ local exec = re.exec
 
 local M = {}
 
+-- A content type as Apache stores it (ap_content_type_tolower): type and subtype in
+-- lower case, parameters as written.
+function M.type_lower(t)
+  local i = find(t, ";", 1, true)
+  if i then return lower(sub(t, 1, i - 1)) .. sub(t, i) end
+  return lower(t)
+end
+
 -- Captures of no match at all: `$1` and `%1` expand to "".
 local EMPTY = {}
 
@@ -590,7 +598,7 @@ local function apply_rule(rule, subject, perdir, state, env, trace)
     end
   end
   local ft = flag(rule, "type")
-  if ft and ft.v then state.forced_type = expand(ft.v, rc, cc, esc, env) end
+  if ft and ft.v then state.forced_type = M.type_lower(expand(ft.v, rc, cc, esc, env)) end
   local fh = flag(rule, "handler")
   if fh and fh.v then state.forced_handler = expand(fh.v, rc, cc, esc, env) end
   local status

@@ -593,7 +593,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
                 RuleFlagKind::Type => {
                     if let Some(v) = &f.value {
                         let (e, _, _) = template_with(v, Reads::Plain, whole)?;
-                        let _ = writeln!(out, "    cx.forced_type = {e}");
+                        let _ = writeln!(out, "    core.type_flag(cx, {e})");
                     }
                 }
                 _ => {}
