@@ -616,17 +616,17 @@ impl<'m> Engine<'m> {
         // mod_rewrite declines a folder's rules for the folder itself asked for without
         // its trailing slash ("called before really entering the directory"), leaving it
         // to mod_dir, unless RewriteOptions AllowNoSlash.
-        let no_slash = |rw: &dirconf::RewriteDir<'m>| {
-            !rw.allow_no_slash && fname == rw.directory.trim_end_matches('/') && rw.directory.ends_with('/')
-        };
-        if let Some(rw) = dc.rewrite.as_ref().filter(|r| r.engine && !r.rules.is_empty() && no_slash(r)) {
+        let mut rules = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty());
+        if let Some(rw) = rules.take_if(|rw| {
+            !rw.allow_no_slash && rw.directory.ends_with('/') && fname == rw.directory.trim_end_matches('/')
+        }) {
             let text = format!(
                 "mod_rewrite: the rules of {} are not run for the folder itself without its slash",
                 rw.directory
             );
             self.note(None, text);
         }
-        if let Some(rw) = dc.rewrite.clone().filter(|r| r.engine && !r.rules.is_empty() && !no_slash(r)) {
+        if let Some(rw) = rules {
             if dc.options & (dirconf::opt::SYM_LINKS | dirconf::opt::SYM_OWNER) == 0 {
                 self.note(
                     None,

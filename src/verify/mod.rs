@@ -329,6 +329,7 @@ pub fn run(
 }
 
 /// A request as it goes on the wire: request line and headers.
+#[derive(Clone)]
 pub struct Sent {
     method: String,
     target: String,
@@ -356,9 +357,7 @@ impl Sent {
         }
         Sent { method: req.method.clone(), target, version, headers, sni }
     }
-}
 
-impl Sent {
     /// The Host header sent, if any.
     fn host(&self) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host")).map(|(_, v)| v.as_str())
@@ -366,20 +365,13 @@ impl Sent {
 
     /// The same request with its Host header in lower case.
     fn with_host_lowercased(&self) -> Sent {
-        let headers = self
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (n.clone(), if n.eq_ignore_ascii_case("host") { v.to_ascii_lowercase() } else { v.clone() })
-            })
-            .collect();
-        Sent {
-            method: self.method.clone(),
-            target: self.target.clone(),
-            version: self.version,
-            headers,
-            sni: self.sni.clone(),
+        let mut s = self.clone();
+        for (n, v) in &mut s.headers {
+            if n.eq_ignore_ascii_case("host") {
+                v.make_ascii_lowercase();
+            }
         }
+        s
     }
 }
 
