@@ -408,7 +408,9 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
         dc.force_type = Some(f.value.as_str());
     }
     if !server_level {
-        dc.redirects.extend(s.settings.redirects.iter());
+        // mod_alias merges a section's redirects before those it inherits (the inner
+        // .htaccess file's are tried first).
+        dc.redirects.splice(0..0, s.settings.redirects.iter());
         dc.env.extend(s.settings.env.iter());
     }
     // <Limit>/<LimitExcept> inside: their access rules count for the methods they name.

@@ -81,6 +81,8 @@ struct Engine<'m> {
     /// The URL an internal redirect leaves, when it is not the round's (a DirectoryIndex
     /// sub-request's rewrite redirects from the index file's URL).
     redirect_url: Option<String>,
+    /// The round's file came from a ScriptAlias: its handler is cgi-script.
+    script_alias: bool,
 }
 
 enum RoundEnd {
@@ -124,6 +126,7 @@ impl<'m> Engine<'m> {
             last_dc: None,
             subreq: false,
             redirect_url: None,
+            script_alias: false,
         }
     }
 
@@ -540,6 +543,7 @@ impl<'m> Engine<'m> {
                 }
             }
         }
+        self.script_alias = false;
         if filename.is_none() {
             match self.alias_translate() {
                 Some(Translated::Redirect(status, loc)) => {
@@ -872,7 +876,18 @@ impl<'m> Engine<'m> {
 
     /// The handler's answer for a mapped file.
     fn handle(&mut self, dc: &DirConfig, fname: &str, path_info: Option<String>, kind: fs::Kind) -> RoundEnd {
-        let handler = self.handler_for(dc, fname);
+        // ScriptAlias sets the handler when the URL is mapped; SetHandler still wins.
+        let cgi = (self.script_alias && dc.set_handler.is_none())
+            .then(|| Handler::Other { name: "cgi-script".into() });
+        let handler = match &cgi {
+            Some(h) => Some(h),
+            None => self.handler_for(dc, fname),
+        };
+        let loaded = |m: &str| self.model.modules.iter().any(|x| x.id == m);
+        if cgi.as_ref().is_some_and(|h| !h.served_by_default(&loaded)) && kind == fs::Kind::Dir {
+            self.note(None, "a ScriptAlias folder: mod_cgi refuses to run a directory (403)");
+            return done(403, Served::Error);
+        }
         if let Some(h) = handler.filter(|h| h.is_backend()) {
             if kind != fs::Kind::File {
                 self.note(None, format!("PHP handler for {fname}, which does not exist: PHP answers 404"));
@@ -903,7 +918,7 @@ impl<'m> Engine<'m> {
                     None,
                     format!("no loaded module claims the handler {name}: the default handler serves"),
                 );
-            } else {
+            } else if kind == fs::Kind::File {
                 self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
             }
         }
@@ -1002,6 +1017,9 @@ impl<'m> Engine<'m> {
         for s in &scopes {
             for a in &s.settings.aliases {
                 if let Some(f) = try_alias(a, &self.uri) {
+                    use crate::model::alias::AliasKind;
+                    self.script_alias =
+                        matches!(a.kind, AliasKind::ScriptAlias | AliasKind::ScriptAliasMatch);
                     self.note(Some(a.at), format!("mod_alias maps {} to {f}", self.uri));
                     return Some(Translated::File(f));
                 }
@@ -1031,7 +1049,7 @@ impl<'m> Engine<'m> {
                     i += 1;
                 }
             }
-            out
+            regex_redirect_escape(&out)
         } else {
             let from = r.from.as_deref().unwrap_or("/");
             let n = alias_matches(uri, from)?;
@@ -1182,6 +1200,30 @@ pub fn decode_path(raw: &str) -> Result<String, u16> {
 /// `ap_escape_uri()` (shared with ap_expr's `escape()`).
 fn escape_path(p: &str) -> String {
     crate::expr::escape_uri(p)
+}
+
+/// mod_alias on a RedirectMatch target after `$N` substitution (try_alias_list): the URL
+/// without its query and fragment is escaped (ap_escape_uri), the query and fragment are
+/// put back as they are.
+fn regex_redirect_escape(url: &str) -> String {
+    let (rest, fragment) = match url.split_once('#') {
+        Some((r, f)) => (r, Some(f)),
+        None => (url, None),
+    };
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    let mut out = escape_path(path);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
 }
 
 /// A decoded path handed to a new round: what is not plain stays encoded so that the

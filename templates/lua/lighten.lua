@@ -665,7 +665,14 @@ local function apply(dc, s, dir, t)
     if m.file_etag then dc.file_etag = m.file_etag end
   end
   if not server_level then
-    for _, r in ipairs(st.redirects or {}) do dc.redirects[#dc.redirects + 1] = r end
+    -- mod_alias merges a section's redirects before those it inherits.
+    local rs = st.redirects or {}
+    if #rs > 0 then
+      local merged = {}
+      for _, r in ipairs(rs) do merged[#merged + 1] = r end
+      for _, r in ipairs(dc.redirects) do merged[#merged + 1] = r end
+      dc.redirects = merged
+    end
     for _, r in ipairs(st.env or {}) do dc.env[#dc.env + 1] = r end
   end
   for _, h in ipairs(st.headers or {}) do dc.headers[#dc.headers + 1] = h end
@@ -1059,6 +1066,18 @@ local function alias_matches(uri, from)
   return i - 1
 end
 
+-- A RedirectMatch target after substitution, as mod_alias escapes it: the URL without
+-- its query and fragment (ap_escape_uri), then those as they are.
+function M.regex_redirect_escape(url)
+  local rest, frag = url, nil
+  local h = find(url, "#", 1, true)
+  if h then rest, frag = sub(url, 1, h - 1), sub(url, h) end
+  local q = find(rest, "?", 1, true)
+  local query
+  if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
+  return escape_path(rest) .. (query or "") .. (frag or "")
+end
+
 local function subst_dollars(to, caps)
   return (to:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
 end
@@ -1069,7 +1088,7 @@ function Ctx:try_redirect(r)
   if r.regex then
     local caps = rx(r.re, uri)
     if not caps then return nil end
-    target = subst_dollars(r.to or "", caps)
+    target = M.regex_redirect_escape(subst_dollars(r.to or "", caps))
   else
     local n = alias_matches(uri, r.from or "/")
     if not n then return nil end
@@ -1160,6 +1179,12 @@ end
 -- The handler's answer for a mapped file.
 function Ctx:handle(dc, fname, path_info, kind)
   local h = self:handler_for(dc, fname)
+  -- Apache runs it as a CGI program, which lighttpd is not set up to: never its source.
+  if self.cgi_alias and not dc.set_handler then
+    if kind == "file" then refuse("a ScriptAlias file, which Apache runs as a CGI program") end
+    -- mod_cgid: "attempt to invoke directory as script"
+    if kind == "dir" then return done(403) end
+  end
   if h and h.backend then
     if kind ~= "file" then return done(404) end
     -- mod_env's fixup: what the script receives.
@@ -1283,6 +1308,7 @@ function Ctx:round(uri, args)
       end
     end
   end
+  self.cgi_alias = nil
   if not filename then
     local scopes = { self.v.scope, self.site.server }
     for _, s in ipairs(scopes) do
@@ -1297,7 +1323,12 @@ function Ctx:round(uri, args)
     for _, s in ipairs(scopes) do
       for _, a in ipairs(s.settings.aliases or {}) do
         local f = try_alias(a, self.uri)
-        if f then filename = f; goto translated end
+        if f then
+          -- ScriptAlias: the handler is cgi-script (SetHandler still wins)
+          self.cgi_alias = a.cgi
+          filename = f
+          goto translated
+        end
       end
     end
     ::translated::

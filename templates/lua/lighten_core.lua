@@ -321,6 +321,7 @@ local function self_url(cx)
   if port == (cx.https and 443 or 80) then return scheme .. "://" .. server_name(cx) end
   return scheme .. "://" .. server_name(cx) .. ":" .. port
 end
+M.self_url = self_url
 
 local TIME = {
   TIME_YEAR = "%Y", TIME_MON = "%m", TIME_DAY = "%d", TIME_HOUR = "%H", TIME_MIN = "%M",
@@ -481,6 +482,64 @@ end
 -- SetEnvIf's value with `$1`..`$9` from the match.
 function M.dollars(v, caps)
   return (v:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
+end
+
+---------------------------------------------------------------------------------------
+-- mod_alias, for the compiled alias functions
+
+-- alias_matches(): how many bytes of `uri` the URL-path `from` covers (a run of slashes
+-- in one matches a run in the other; the last segment whole), or nil.
+function M.alias_match(uri, from)
+  local i, j = 1, 1
+  local nu, na = #uri, #from
+  while j <= na do
+    if byte(from, j) == 47 then
+      if i > nu or byte(uri, i) ~= 47 then return nil end
+      while j <= na and byte(from, j) == 47 do j = j + 1 end
+      while i <= nu and byte(uri, i) == 47 do i = i + 1 end
+    else
+      if i > nu or byte(uri, i) ~= byte(from, j) then return nil end
+      i, j = i + 1, j + 1
+    end
+  end
+  if byte(from, na) ~= 47 and i <= nu and byte(uri, i) ~= 47 then return nil end
+  return i - 1
+end
+
+M.escape_path = escape_path
+
+-- A RedirectMatch target after substitution, as mod_alias escapes it: the URL without
+-- its query and fragment (ap_escape_uri), then those as they are.
+function M.regex_redirect(url)
+  local rest, frag = url, ""
+  local h = find(url, "#", 1, true)
+  if h then rest, frag = sub(url, 1, h - 1), sub(url, h) end
+  local q = find(rest, "?", 1, true)
+  local query = ""
+  if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
+  return escape_path(rest) .. query .. frag
+end
+
+-- What a mod_alias function answered for a request: a redirect's status (the Location
+-- made absolute, the query kept unless the target has one), or nil and the aliased path.
+local function alias_outcome(cx, kind, a, b)
+  if kind == "redirect" then
+    if a < 300 or a >= 400 then return a end
+    local loc = byte(b, 1) == 47 and (M.self_url(cx) .. b) or b
+    if cx.args and not find(loc, "?", 1, true) then loc = loc .. "?" .. cx.args end
+    cx.location = loc
+    return a
+  elseif kind == "file" then
+    return nil, a
+  elseif kind == "cgi" then
+    cx.cgi = true
+    return nil, a
+  elseif kind == "fail" then
+    uncacheable()
+    print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): an AliasMatch or RedirectMatch pattern reached PCRE2's match limit")
+    return 500
+  end
+  return nil
 end
 
 -- [E=VAR:VAL], [E=VAR], [E=!VAR]
@@ -756,6 +815,16 @@ end
 
 -- The handler's answer for a mapped file: the status and what serves it.
 local function handle(cx, dc, fname, path_info, kind)
+  -- A ScriptAlias program: Apache runs it, lighttpd is not set up to; never its source.
+  if cx.cgi and not dc.set_handler then
+    if kind == "file" then
+      print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): " .. fname
+        .. " is a ScriptAlias program, which Apache runs as CGI")
+      return 403
+    end
+    -- mod_cgid: "attempt to invoke directory as script"
+    if kind == "dir" then return 403 end
+  end
   if handler(dc, fname) == "php" then
     if kind ~= "file" then return 404 end
     -- mod_env's fixup: what the script receives.
@@ -804,11 +873,12 @@ local function snapshot(cx)
     for k, v in pairs(env) do e2[k] = v end
   end
   if vary then v2 = { table.unpack(vary) } end
-  return { cx.uri, cx.filename, cx.path_info, e2, v2, cx.forced_type, cx.served }
+  return { cx.uri, cx.filename, cx.path_info, e2, v2, cx.forced_type, cx.served, cx.errdocs }
 end
 
 local function restore(cx, s, args)
-  cx.uri, cx.filename, cx.path_info, cx.env, cx.vary, cx.forced_type, cx.served = s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+  cx.uri, cx.filename, cx.path_info, cx.env, cx.vary, cx.forced_type, cx.served, cx.errdocs =
+    s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]
   cx.args, cx.location, cx.status = args, nil, nil
 end
 
@@ -854,6 +924,13 @@ function round(cx, uri, args)
   local site = cx.site
   cx.uri, cx.args, cx.path_info = uri, args, nil
   local filename = site.docroot .. uri
+  cx.cgi = nil
+  -- mod_alias of the virtual host and the server (translate_name)
+  if site.translate then
+    local status, file = alias_outcome(cx, site.translate(uri))
+    if status then return status end
+    if file then filename = file end
+  end
   -- TRACE is answered by the core before the directory walk; lighttpd does not.
   if cx.method == "TRACE" then return 405 end
   if name_too_long(filename) then return 403 end
@@ -861,6 +938,7 @@ function round(cx, uri, args)
   cx.filename, cx.path_info = fname, path_info
   if site.links and not through_links(site.links, fname) then return 403 end
   local dc = config_for(site, fname, kind)
+  cx.errdocs = dc.errdocs
   if dc.broken then return 500 end
   if dc.env then dc.env(cx) end
   if dc.denied then return dc.denied end
@@ -927,6 +1005,11 @@ function round(cx, uri, args)
     end
   end
 
+  -- mod_alias's fixup: the folder's redirects, after its rules
+  if dc.redirects then
+    local status = alias_outcome(cx, dc.redirects(cx.uri))
+    if status then return status end
+  end
   if kind == "dir" and not path_info and byte(cx.uri, -1) ~= 47 and dc.slash then
     cx.location = with_query(self_url(cx) .. escape_path(cx.uri) .. "/", cx.args, true)
     return 301
@@ -955,12 +1038,56 @@ local function run(cx)
     cx.uri = uri
     cx.site.early_env(cx)
   end
+  cx.errdocs = cx.site.error_docs
   local rounds = 0
+  local error_round
   while true do
     rounds = rounds + 1
     if rounds > MAX_REDIRECTS + 1 then return 500 end
     local status, next_uri, next_args = round(cx, uri, args)
-    if status then return status end
+    if status and error_round then
+      -- The ErrorDocument's own round: what it serves goes out with the error's status;
+      -- an error on the way is the first error, without a document.
+      cx.error_round = error_round
+      if status >= 400 then
+        cx.served = nil
+        return error_round
+      end
+      return status == 200 and error_round or status
+    end
+    if status then
+      local ed = status >= 400 and not cx.served and not cx.location and cx.errdocs and cx.errdocs[status]
+      if not ed then return status end
+      local kind, value = ed[1], ed[2]
+      if kind == "remote" then
+        cx.location = value
+        return 302
+      elseif kind == "text" then
+        cx.text = value
+        return status
+      elseif kind ~= "local" then
+        return status
+      end
+      -- ap_die(): an internal redirect to the document, by GET, with the error's status.
+      local env = {}
+      if cx.env then
+        for k, v in pairs(cx.env) do env["REDIRECT_" .. k] = v end
+      end
+      env.REDIRECT_URL = uri
+      env.REDIRECT_STATUS = tostring(status)
+      if args then env.REDIRECT_QUERY_STRING = args end
+      cx.env = env
+      if cx.method ~= "GET" and cx.method ~= "HEAD" then cx.method = "GET" end
+      local q = find(value, "?", 1, true)
+      local u, a = value, nil
+      if q then u, a = sub(value, 1, q - 1), sub(value, q + 1) end
+      local d = decode_path(u)
+      if not d then return status end
+      uri, args = d, a
+      cx.filename, cx.path_info = nil, nil
+      error_round = status
+      goto continue
+    end
     -- [T=] lives in the request's notes, which the new request does not inherit.
     cx.forced_type = nil
     local env = {}
@@ -972,9 +1099,12 @@ local function run(cx)
     env.REDIRECT_STATUS = "200"
     if args then env.REDIRECT_QUERY_STRING = args end
     cx.env = env
-    local d, e = decode_path(next_uri)
-    if not d then return e end
-    uri, args = d, next_args
+    do
+      local d, e = decode_path(next_uri)
+      if not d then return e end
+      uri, args = d, next_args
+    end
+    ::continue::
   end
 end
 
@@ -1055,7 +1185,7 @@ end
 -- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
 -- configuration `dc`, on the headers `rh` (the response's, or those staged for a static
 -- file); `mtime` and `len` of the file that answered when known.
-local function finish(rh, site, dc, status, mtime, len, nogzip)
+local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
   local ctype = rh["Content-Type"]
   local ekey, dkey
   if ctype then ekey, dkey = type_key(ctype) end
@@ -1074,7 +1204,7 @@ local function finish(rh, site, dc, status, mtime, len, nogzip)
     end
   end
   local headers = dc.headers
-  if headers then headers(rh, status) end
+  if headers then headers(rh, status, errdoc) end
   -- mod_deflate notes that it looked at Accept-Encoding for the types it compresses,
   -- whether or not it compresses this response (a body under 69 bytes is left alone).
   if dkey and next(site.deflate) then
@@ -1127,9 +1257,11 @@ local function plain_target(site, target)
     or find(target, "//", 1, true) or find(target, "/.", 1, true) then
     return false
   end
+  -- (a target mod_alias redirects or maps is not the document root's file)
+  if site.translate and site.translate(target) then return false end
   local path = site.docroot .. target
   local dc = config_for(site, path, "file")
-  if dc.broken or dc.denied or dc.env or (dc.rules and not (dc.symlinks and dc.files_pass))
+  if dc.broken or dc.denied or dc.env or dc.redirects or (dc.rules and not (dc.symlinks and dc.files_pass))
     or handler(dc, path) == "php" then
     return false
   end
@@ -1163,7 +1295,7 @@ end
 -- it (the environment is nobody's to read but mod_deflate's no-gzip); `vary`, the Vary of
 -- the rules that led here.  The headers are worked out in a Lua table and each written
 -- to lighttpd once.
-local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
+local function send_file(l, site, dc, path, uri, forced, nogzip, vary, errdoc)
   local r = l.r
   local real = site.links and through_links(site.links, path) or path
   local st = raw_stat(real)
@@ -1178,6 +1310,8 @@ local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
   if enc then rh["Content-Encoding"] = enc end
   local etag = dc.etag_none and "" or nil
   local status = st["http-response-send-file"]
+  -- An ErrorDocument: the file, with the error's status.
+  if errdoc and status == 200 then status = errdoc end
   -- FileETag None: lighttpd has just made one.
   if etag then rh["ETag"] = etag end
   if not site.finish then
@@ -1185,7 +1319,7 @@ local function send_file(l, site, dc, path, uri, forced, nogzip, vary)
     return status
   end
   local h = { ["Content-Type"] = ctype, ["Content-Encoding"] = enc, ETag = etag, Vary = vary }
-  finish(h, site, dc, status, st.st_mtime, status == 200 and st.st_size or nil, nogzip)
+  finish(h, site, dc, status, st.st_mtime, (status == 200 or errdoc) and st.st_size or nil, nogzip, errdoc ~= nil)
   for k, v in pairs(h) do
     if not ((k == "Content-Type" and v == ctype) or (k == "Content-Encoding" and v == enc) or (k == "ETag" and v == etag)) then
       rh[k] = v
@@ -1265,11 +1399,14 @@ function M.physical(l, site)
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
   if plans.htaccess_refused(l.c, cx.asked, cx.script or cx.path or cx.filename) then return 503 end
-  local served = status == 200 and cx.served
+  local served = (status == 200 or cx.error_round) and cx.served
   if served == "file" then
-    return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary)
+    return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary,
+      cx.error_round)
   end
   if vary then r.resp_header["Vary"] = vary end
+  -- what the response stage needs to know of an ErrorDocument that PHP answers
+  if cx.error_round then r.req_env["LIGHTEN_ERRDOC"] = "1" end
   -- the environment for the backend (E=, REDIRECT_*)
   if cx.env then
     local env = r.req_env
@@ -1316,6 +1453,11 @@ function M.physical(l, site)
     if real ~= cx.path then r.req_env["lighten.path"] = cx.path end
     return 0
   end
+  -- ErrorDocument "text": the text as the body, as Apache sends it.
+  if cx.text then
+    r.resp_header["Content-Type"] = "text/html; charset=iso-8859-1"
+    r.resp_body.set({ cx.text })
+  end
   if cx.filename then attr["physical.path"] = cx.filename end
   return status
 end
@@ -1329,8 +1471,16 @@ function M.response(l, site)
   local r = l.r
   local attr = r.req_attr
   if attr["uri.scheme"] == SENT then return 0 end
+  -- An ErrorDocument PHP answered goes out with the error's status (Apache keeps it).
+  local status = r.req_item.http_status
+  local errdoc = r.req_env["LIGHTEN_ERRDOC"] ~= nil
+  local new_status
+  if errdoc then
+    local rs = tonumber(r.req_env["REDIRECT_STATUS"] or "")
+    if rs and rs ~= 200 and status == 200 then new_status = rs end
+  end
   local path = attr["physical.path"]
-  if not path then return 0 end
+  if not path then return new_status or 0 end
   -- A link's target handed to lighttpd: the configuration is the link's.
   if site.links then
     local env = r.req_env
@@ -1342,9 +1492,9 @@ function M.response(l, site)
     local st = l.c.stat(fname)
     mtime = st and st.st_mtime
   end
-  finish(r.resp_header, site, config_for(site, fname, kind), r.req_item.http_status, mtime,
-    tonumber(r.resp_header["Content-Length"] or ""), r.req_env["no-gzip"])
-  return 0
+  finish(r.resp_header, site, config_for(site, fname, kind), new_status or status, mtime,
+    tonumber(r.resp_header["Content-Length"] or ""), r.req_env["no-gzip"], errdoc)
+  return new_status or 0
 end
 
 -- mod_headers' actions on a response header, for the compiled header functions.

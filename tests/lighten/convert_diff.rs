@@ -26,6 +26,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    ("alias-redirect-compiled", "GET http://cgi.test/cgi-bin/hello.cgi", CGI),
     ("kirby", "GET /media/pages/photography/trees/abc123-1700000000/notes.unknownext", OCTET),
     ("phpbb", "GET /composer.lock", OCTET),
     ("phpbb", "GET /images/avatars/", LISTING_HIDDEN),
@@ -68,6 +69,8 @@ const REGEX_LIMIT: &str = "PCRE2 gives up on a <FilesMatch> pattern for this nam
 const AUTH_FIRST: &str = "without a login, lighttpd's mod_auth asks for one (401) before lighten.lua sees the \
      fragment Apache answers 400 for: both refuse";
 
+const CGI: &str = "a ScriptAlias program Apache runs through mod_cgid: lighttpd is not set up to run CGI, and \
+                   the conversion refuses the file (403) rather than send its source";
 const HOST_CASE: &str = "lighttpd lower-cases the Host header before anything reads it, so %{HTTP_HOST} and \
      %{SERVER_NAME} are lower case (a redirect's Location, W3TC's cache path)";
 const TRACE: &str = "lighttpd does not implement TRACE (405) and rejects the unknown method TRACK (501); Apache \

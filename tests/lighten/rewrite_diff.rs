@@ -23,6 +23,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/5 | Accept: PRG", PRG),
     ("httpd-tests-rewrite", "GET http://localhost:8529/modules/rewrite/6 | Accept: PRG", PRG),
     (
+        "alias-redirect-compiled",
+        "GET http://cgi.test/cgi-bin/hello.cgi",
+        "a ScriptAlias program run by mod_cgid; the evaluator says which file but not what it prints",
+    ),
+    (
         "httpd-tests-rewrite",
         "GET http://localhost:8529/modules/rewrite/qsa.html?baz=bee",
         "the rule hands the request to a CGI script (env.pl); the evaluator says which script but not what it prints",

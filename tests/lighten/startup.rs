@@ -540,7 +540,7 @@ fn a_kept_decision_follows_the_files_on_disk_interpreted() {
 }
 
 /// A copy of the WP Super Cache fixture to convert and serve on a port of its own; with
-/// `interpreted`, an ErrorDocument keeps the host on lighten.lua's tier.
+/// `interpreted`, a conditional Header keeps the host on lighten.lua's tier.
 struct WpscCopy {
     /// Removed on drop, with the copy and the output.
     _dir: tempfile::TempDir,
@@ -558,7 +558,8 @@ impl WpscCopy {
         if interpreted {
             let ht = site.join(".htaccess");
             let text = std::fs::read_to_string(&ht).unwrap();
-            std::fs::write(&ht, format!("ErrorDocument 410 \"gone\"\n{text}")).unwrap();
+            let header = "Header set X-Tier \"interpreted\" \"expr=-n %{REQUEST_URI}\"";
+            std::fs::write(&ht, format!("{header}\n{text}")).unwrap();
         }
         let out = dir.path().join("out");
         WpscCopy { _dir: dir, root, site, out, port: free_port(), interpreted }

@@ -3,6 +3,8 @@
 //! (`apply` there), one scope after another in merge order.
 
 use crate::model::access::{AccessConfig, Authz, Combine, Order, Satisfy};
+use crate::model::alias::Redirect;
+use crate::model::dir::ErrorDocument;
 use crate::model::env::EnvRule;
 use crate::model::expires::ExpiresSpec;
 use crate::model::headers::HeaderRule;
@@ -43,6 +45,11 @@ pub struct Merged<'m> {
     pub expires_active: bool,
     pub expires_default: Option<ExpiresSpec>,
     pub expires_by_type: BTreeMap<String, ExpiresSpec>,
+    /// ErrorDocument by status: a later scope's replaces an earlier one's.
+    pub error_docs: BTreeMap<u16, &'m ErrorDocument>,
+    /// Redirect and RedirectMatch of the sections and .htaccess files: a section's before
+    /// those it inherits, as mod_alias merges them.
+    pub redirects: Vec<&'m Redirect>,
 }
 
 impl Default for Merged<'_> {
@@ -69,6 +76,8 @@ impl Default for Merged<'_> {
             expires_active: false,
             expires_default: None,
             expires_by_type: BTreeMap::new(),
+            error_docs: BTreeMap::new(),
+            redirects: Vec::new(),
         }
     }
 }
@@ -191,6 +200,7 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     m.headers.extend(st.headers.iter().filter(|h| !h.request));
     if !server_level {
         m.env.extend(st.env.iter().filter(|r| is_setenvif(r)));
+        m.redirects.splice(0..0, st.redirects.iter());
     }
     for r in &st.env {
         match r.directive.to_ascii_lowercase().as_str() {
@@ -213,6 +223,9 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     }
     for b in &ex.by_type {
         m.expires_by_type.insert(b.mime.clone(), b.spec);
+    }
+    for e in &st.error_documents {
+        m.error_docs.insert(e.status, e);
     }
 }
 

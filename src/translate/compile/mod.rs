@@ -10,7 +10,7 @@
 //! straight tests, each with the Apache line above it ([`rules`]).
 //!
 //! Only what this tier carries exactly is compiled; a host that uses anything else
-//! (server-context rules, aliases, ErrorDocument, `<If>`, `<Location>`, authentication,
+//! (server-context rules, ScriptAlias, `<If>`, `<Location>`, authentication,
 //! SetEnvIf, RewriteMap, rule flags such as [C], [N], [S], [P], [B]) stays with the
 //! interpreter, and [`host`] says why.  The same differential tests hold both against
 //! Apache.
@@ -114,12 +114,34 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         }
     }
 
-    // The anchors: the document root, and every folder under it with configuration of
-    // its own, deepest first.
-    let under =
-        |d: &str| d.len() > docroot.len() && d.starts_with(&docroot) && d.as_bytes()[docroot.len()] == b'/';
-    let mut anchor_dirs: Vec<String> =
-        dirs.iter().map(|(_, p)| p.clone()).chain(htaccess.keys().cloned()).filter(|d| under(d)).collect();
+    // The folders Alias and AliasMatch map into (up to the first `$` of a pattern's
+    // target): their files have the configuration of where they are.
+    let mut alias_roots: Vec<String> = Vec::new();
+    for top in std::iter::once(&model.server).chain(vscope) {
+        for a in &top.settings.aliases {
+            let to = (site.map_path)(&a.to);
+            let fixed = match to.find('$') {
+                Some(k) => to[..k].rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default(),
+                None => to.trim_end_matches('/').to_string(),
+            };
+            // (an Alias of one file has no folder of its own)
+            if fixed.len() > 1 && !std::path::Path::new(&fixed).is_file() {
+                alias_roots.push(fixed);
+            }
+        }
+    }
+    // The anchors: the document root, and every folder under it or under an alias's
+    // folder with configuration of its own, deepest first.
+    let below =
+        |d: &str, root: &str| d.len() > root.len() && d.starts_with(root) && d.as_bytes()[root.len()] == b'/';
+    let under = |d: &str| below(d, &docroot) || alias_roots.iter().any(|r| d == r || below(d, r));
+    let mut anchor_dirs: Vec<String> = dirs
+        .iter()
+        .map(|(_, p)| p.clone())
+        .chain(htaccess.keys().cloned())
+        .chain(alias_roots.iter().cloned())
+        .filter(|d| d != &docroot && under(d))
+        .collect();
     anchor_dirs.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     anchor_dirs.dedup();
     anchor_dirs.push(docroot.clone());
@@ -209,9 +231,18 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         let is_root = a.dir == docroot;
         let indent = if is_root { "  " } else { "    " };
         if !is_root {
-            // The folder and its prefix, relative to the document root.
-            let rel = lua::string(&a.dir[docroot.len()..]);
-            let k = w.constant(&format!("{{ DOCROOT .. {rel}, DOCROOT .. {rel} .. \"/\" }}"), "");
+            // The folder and its prefix, relative to the document root when under it.
+            let k = match a.dir.strip_prefix(&docroot) {
+                Some(rel) if rel.starts_with('/') => {
+                    let rel = lua::string(rel);
+                    w.constant(&format!("{{ DOCROOT .. {rel}, DOCROOT .. {rel} .. \"/\" }}"), "")
+                }
+                _ => {
+                    let d = lua::string(&a.dir);
+                    let p = lua::string(&format!("{}/", a.dir));
+                    w.constant(&format!("{{ {d}, {p} }}"), "")
+                }
+            };
             let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
         }
         if a.files.is_empty() || names.iter().all(|n| *n == names[0]) {
@@ -240,6 +271,31 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         early.extend(top.settings.env.iter().filter(|r| merge::is_setenvif(r)));
     }
     let early = if early.is_empty() { None } else { Some(w.setenvif(&early)?) };
+    // The ErrorDocuments of the server and the virtual host: those of an error answered
+    // before the directory walk.
+    let mut top_docs: BTreeMap<u16, &crate::model::dir::ErrorDocument> = BTreeMap::new();
+    for top in std::iter::once(&model.server).chain(vscope) {
+        for e in &top.settings.error_documents {
+            top_docs.insert(e.status, e);
+        }
+    }
+    let top_docs: Vec<_> = top_docs.into_values().collect();
+    let top_docs = if top_docs.is_empty() { None } else { Some(w.error_docs(&top_docs)) };
+    w.response |= top_docs.is_some();
+    // mod_alias of the virtual host and the server, when the request is read
+    // (translate_name): the vhost's redirects, the server's, then the aliases the same way.
+    let mut redirects: Vec<&crate::model::alias::Redirect> = Vec::new();
+    let mut aliases: Vec<&crate::model::alias::Alias> = Vec::new();
+    for top in vscope.into_iter().chain(std::iter::once(&model.server)) {
+        redirects.extend(top.settings.redirects.iter());
+        aliases.extend(top.settings.aliases.iter());
+    }
+    let translate = if redirects.is_empty() && aliases.is_empty() {
+        None
+    } else {
+        let cgi = loaded("cgi_module") || loaded("cgid_module");
+        Some(w.mod_alias(&redirects, &aliases, cgi, "of the virtual host and the server")?)
+    };
     let response = w.response || !shared.deflate.is_empty();
     let mut out = String::new();
     let what = match i {
@@ -262,7 +318,11 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         "local header, header_nv, var, test_file = core.header, core.header_nv, core.var, core.test_file\n",
     );
     out.push_str("local byte, sub, find, lower = string.byte, string.sub, string.find, string.lower\n");
-    out.push_str("local _ = byte, sub, find, lower, header, header_nv, var, test_file\n\n");
+    out.push_str("local _ = byte, sub, find, lower, header, header_nv, var, test_file\n");
+    if w.uses_alias {
+        out.push_str("local alias_match, escape_path = core.alias_match, core.escape_path\n");
+    }
+    out.push('\n');
     let _ = writeln!(out, "local DOCROOT = {}\n", lua::string(&docroot));
     out.push_str("-- R: regular expressions, S: byte sets and constants, F: functions, D: the\n");
     out.push_str("-- per-folder records, C: the records of a folder by <Files> mask.\n");
@@ -301,6 +361,8 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     t.set("docroot", lua::Value::Raw("DOCROOT".into()));
     t.set("dirconf", lua::Value::Raw("dirconf".into()));
     t.set("early_env", early.map(lua::Value::Raw));
+    t.set("error_docs", top_docs.map(lua::Value::Raw));
+    t.set("translate", translate.map(lua::Value::Raw));
     t.set("autoindex", loaded("autoindex_module"));
     // Symbolic links Apache refuses (false) or, with lighttpd's follow-symlink off, the
     // targets of those it follows (translate::links).
@@ -389,14 +451,13 @@ fn comment(s: &str) -> String {
 fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
     let st = &s.settings;
     let at = |what: &str| Err(format!("{what} ({})", crate::model::describe_scope(s)));
-    if !st.aliases.is_empty() {
-        return at("Alias");
+    for a in &st.aliases {
+        if a.from.is_none() {
+            return at("Alias without a URL-path");
+        }
     }
-    if !st.redirects.is_empty() {
-        return at("Redirect");
-    }
-    if !st.error_documents.is_empty() {
-        return at("ErrorDocument");
+    if st.redirects.iter().any(|r| r.from.is_none()) {
+        return at("Redirect without a URL-path");
     }
     for r in &st.env {
         let d = r.directive.to_ascii_lowercase();
@@ -487,6 +548,8 @@ struct Writer<'s, 'a> {
     regexes: Vec<(String, String)>,
     re_index: BTreeMap<(String, bool), usize>,
     uses_re: bool,
+    /// Whether a mod_alias function is written (it uses core's alias helpers).
+    uses_alias: bool,
     /// The lines that make the constants `S[n]`, and their names by text.
     sets: Vec<String>,
     constants: BTreeMap<String, String>,
@@ -511,6 +574,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             regexes: Vec::new(),
             re_index: BTreeMap::new(),
             uses_re: false,
+            uses_alias: false,
             sets: Vec::new(),
             constants: BTreeMap::new(),
             functions: Vec::new(),
@@ -747,6 +811,16 @@ impl<'s, 'a> Writer<'s, 'a> {
                 self.response = true;
             }
         }
+        if !m.redirects.is_empty() {
+            let name = self.mod_alias(&m.redirects, &[], false, "of the folder")?;
+            t.set("redirects", lua::Value::Raw(name));
+        }
+        if !m.error_docs.is_empty() {
+            let docs: Vec<&crate::model::dir::ErrorDocument> = m.error_docs.values().copied().collect();
+            t.set("errdocs", lua::Value::Raw(self.error_docs(&docs)));
+            // A document PHP answers gets its status back at response start.
+            self.response = true;
+        }
         let body = t.render(0);
         if let Some(n) = self.record_names.get(&body) {
             return Ok(n.clone());
@@ -858,6 +932,112 @@ impl<'s, 'a> Writer<'s, 'a> {
         Ok(n)
     }
 
+    /// The function for mod_alias's redirects, then its aliases, tried in order on the
+    /// URL-path: `"redirect", status, target` (a target still to be made absolute),
+    /// `"file", path`, `"fail"` when PCRE2 gave up, or nothing.  Written once per content.
+    fn mod_alias(
+        &mut self,
+        redirects: &[&crate::model::alias::Redirect],
+        aliases: &[&crate::model::alias::Alias],
+        cgi: bool,
+        what: &str,
+    ) -> Result<String, String> {
+        use crate::model::alias::AliasKind;
+        self.uses_alias = true;
+        let mut body = String::new();
+        for r in redirects {
+            let from = r.from.as_deref().unwrap_or("/");
+            let kind = if r.regex { "RedirectMatch" } else { "Redirect" };
+            let _ = writeln!(
+                body,
+                "  -- {kind} {} {} {} ({})",
+                r.status,
+                comment(from),
+                comment(r.to.as_deref().unwrap_or("")),
+                self.site.at(r.at)
+            );
+            let to = lua::string(r.to.as_deref().unwrap_or(""));
+            if r.regex {
+                let re = self.regex(from, false)?;
+                let _ = writeln!(body, "  m = exec({re}, uri)");
+                body.push_str("  if m == false then return \"fail\" end\n");
+                if r.to.is_some() {
+                    let _ = writeln!(
+                        body,
+                        "  if m then return \"redirect\", {}, core.regex_redirect(core.dollars({to}, m)) end",
+                        r.status
+                    );
+                } else {
+                    let _ = writeln!(body, "  if m then return \"redirect\", {}, \"\" end", r.status);
+                }
+            } else {
+                let _ = writeln!(body, "  n = alias_match(uri, {})", lua::string(from));
+                let target = if r.to.is_some() {
+                    format!("{to} .. escape_path(sub(uri, n + 1))")
+                } else {
+                    "\"\"".into()
+                };
+                let _ = writeln!(body, "  if n then return \"redirect\", {}, {target} end", r.status);
+            }
+        }
+        for a in aliases {
+            let from = a.from.as_deref().unwrap_or("/");
+            let to_path = (self.site.map_path)(&a.to);
+            let to = lua::string(&to_path);
+            let regex = matches!(a.kind, AliasKind::AliasMatch | AliasKind::ScriptAliasMatch);
+            let script = matches!(a.kind, AliasKind::ScriptAlias | AliasKind::ScriptAliasMatch);
+            // A ScriptAlias program runs through mod_cgi(d) in Apache; without those the
+            // default handler sends it as a file, as an Alias's.
+            let kind = if script && cgi { "\"cgi\"" } else { "\"file\"" };
+            let _ = writeln!(
+                body,
+                "  -- {}{} {} {} ({})",
+                if script { "Script" } else { "" },
+                if regex { "AliasMatch" } else { "Alias" },
+                comment(from),
+                comment(&a.to),
+                self.site.at(a.at)
+            );
+            if regex {
+                let re = self.regex(from, false)?;
+                let _ = writeln!(body, "  m = exec({re}, uri)");
+                body.push_str("  if m == false then return \"fail\" end\n");
+                let _ = writeln!(body, "  if m then return {kind}, core.dollars({to}, m) end");
+            } else {
+                let _ = writeln!(body, "  n = alias_match(uri, {})", lua::string(from));
+                let _ = writeln!(body, "  if n then return {kind}, {to} .. sub(uri, n + 1) end");
+            }
+        }
+        if let Some(n) = self.function_names.get(&body) {
+            return Ok(n.clone());
+        }
+        let n = format!("F.alias_{}", self.function_names.len() + 1);
+        self.functions.push(format!(
+            "-- mod_alias {what}, in Apache's order on the URL-path: \"redirect\", the status and the\n-- target, or \"file\" (\"cgi\" for a program) and the path it maps to.\nfunction {n}(uri)\n  local n, m\n  local _ = n, m\n{body}end\n"
+        ));
+        self.function_names.insert(body, n.clone());
+        Ok(n)
+    }
+
+    /// The ErrorDocuments in force, by status, as one constant: `{ [404] = { "local",
+    /// "/404.html" } }` (kinds: local, remote, text, default), the lines in its comment.
+    fn error_docs(&mut self, docs: &[&crate::model::dir::ErrorDocument]) -> String {
+        use crate::model::dir::ErrorAction;
+        let mut parts = Vec::new();
+        let mut lines = Vec::new();
+        for d in docs {
+            let v = match &d.action {
+                ErrorAction::Local(p) => format!("{{ \"local\", {} }}", lua::string(p)),
+                ErrorAction::Remote(u) => format!("{{ \"remote\", {} }}", lua::string(u)),
+                ErrorAction::Text(t) => format!("{{ \"text\", {} }}", lua::string(t)),
+                ErrorAction::Default => "{ \"default\" }".to_string(),
+            };
+            parts.push(format!("[{}] = {v}", d.status));
+            lines.push(format!("ErrorDocument {} ({})", d.status, self.site.at(d.at)));
+        }
+        self.constant(&format!("{{ {} }}", parts.join(", ")), &lines.join(", "))
+    }
+
     /// The function that applies a list of Header directives to a response.
     fn headers(&mut self, list: &[&crate::model::headers::HeaderRule]) -> String {
         let mut body = String::new();
@@ -873,7 +1053,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 _ => format!("if (rh[{n}] or \"\") == \"\" then rh[{n}] = {v} end"),
             };
             let always = h.table == "always";
-            let cond = if always { "" } else { "if status < 300 then " };
+            let cond = if always { "" } else { "if status < 300 or errdoc then " };
             let end = if always { "" } else { " end" };
             let _ = writeln!(
                 body,
@@ -890,7 +1070,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         }
         let n = format!("F.headers_{}", self.function_names.len() + 1);
         self.functions.push(format!(
-            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nfunction {n}(rh, status)\n{body}end\n"
+            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status,\n-- `errdoc` whether an ErrorDocument answers.\nfunction {n}(rh, status, errdoc)\n{body}end\n"
         ));
         self.function_names.insert(body, n.clone());
         n
