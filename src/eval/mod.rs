@@ -500,6 +500,10 @@ impl<'m> Engine<'m> {
                         return end;
                     }
                     if let Some(url) = f.strip_prefix("proxy:") {
+                        if !self.model.modules.iter().any(|m| m.id == "proxy_module") {
+                            self.note(None, "[P] without mod_proxy: mod_rewrite refuses the request (403)");
+                            return done(403, Served::Error);
+                        }
                         return done(200, Served::Proxy { url: url.to_string() });
                     }
                     if rewrite::is_absolute_uri(&f) {
@@ -656,6 +660,10 @@ impl<'m> Engine<'m> {
                         return end;
                     }
                     if let Some(url) = f.strip_prefix("proxy:") {
+                        if !self.model.modules.iter().any(|m| m.id == "proxy_module") {
+                            self.note(None, "[P] without mod_proxy: mod_rewrite refuses the request (403)");
+                            return done(403, Served::Error);
+                        }
                         return done(200, Served::Proxy { url: url.to_string() });
                     }
                     if rewrite::is_absolute_uri(&f) {

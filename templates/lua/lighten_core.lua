@@ -447,6 +447,14 @@ function M.fail(cx)
   return "status"
 end
 
+-- A [P] rule of the server or a virtual host applied: lighttpd is not set up to proxy it,
+-- and the request is refused rather than answered some other way.
+function M.proxy_refused(cx)
+  print("lighten: " .. sub(tostring(cx.target), 1, 200) .. " refused (fails closed): a [P] rule (proxy)")
+  cx.status = 403
+  return "status"
+end
+
 -- Whether a <Files> regex matches.  When PCRE2 gives up (its limits), the request stops
 -- with an error, which mod_magnet answers with 500: neither the section's settings (it may
 -- grant) nor their absence (it may deny) would be safe to assume.
@@ -925,6 +933,13 @@ function round(cx, uri, args)
   cx.uri, cx.args, cx.path_info = uri, args, nil
   local filename = site.docroot .. uri
   cx.cgi = nil
+  cx.errdocs = site.error_docs
+  -- mod_rewrite's rules of the virtual host and the server ([P] rules only), on the URL-path
+  if site.server_rules then
+    cx.filename = uri
+    local action = site.server_rules(cx)
+    if action == "status" then return cx.status end
+  end
   -- mod_alias of the virtual host and the server (translate_name)
   if site.translate then
     local status, file = alias_outcome(cx, site.translate(uri))
@@ -941,6 +956,8 @@ function round(cx, uri, args)
   cx.errdocs = dc.errdocs
   if dc.broken then return 500 end
   if dc.env then dc.env(cx) end
+  -- SSLRequireSSL: mod_ssl's access check comes first.
+  if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
 
   local pending, pending_args
@@ -1257,11 +1274,12 @@ local function plain_target(site, target)
     or find(target, "//", 1, true) or find(target, "/.", 1, true) then
     return false
   end
-  -- (a target mod_alias redirects or maps is not the document root's file)
-  if site.translate and site.translate(target) then return false end
+  -- (a target mod_alias redirects or maps is not the document root's file; the rules of
+  -- the server read the request, so its hosts take the decision cache's way)
+  if site.server_rules or (site.translate and site.translate(target)) then return false end
   local path = site.docroot .. target
   local dc = config_for(site, path, "file")
-  if dc.broken or dc.denied or dc.env or dc.redirects or (dc.rules and not (dc.symlinks and dc.files_pass))
+  if dc.broken or dc.denied or dc.env or dc.redirects or dc.require_ssl or (dc.rules and not (dc.symlinks and dc.files_pass))
     or handler(dc, path) == "php" then
     return false
   end

@@ -27,6 +27,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
     ("alias-redirect-compiled", "GET http://cgi.test/cgi-bin/hello.cgi", CGI),
+    ("alias-redirect-compiled", "GET http://cgi-i.test/cgi-bin/hello.cgi", CGI),
     ("kirby", "GET /media/pages/photography/trees/abc123-1700000000/notes.unknownext", OCTET),
     ("phpbb", "GET /composer.lock", OCTET),
     ("phpbb", "GET /images/avatars/", LISTING_HIDDEN),

@@ -28,6 +28,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "a ScriptAlias program run by mod_cgid; the evaluator says which file but not what it prints",
     ),
     (
+        "alias-redirect-compiled",
+        "GET http://cgi-i.test/cgi-bin/hello.cgi",
+        "a ScriptAlias program run by mod_cgid; the evaluator says which file but not what it prints",
+    ),
+    (
         "httpd-tests-rewrite",
         "GET http://localhost:8529/modules/rewrite/qsa.html?baz=bee",
         "the rule hands the request to a CGI script (env.pl); the evaluator says which script but not what it prints",

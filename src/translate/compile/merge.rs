@@ -50,6 +50,8 @@ pub struct Merged<'m> {
     /// Redirect and RedirectMatch of the sections and .htaccess files: a section's before
     /// those it inherits, as mod_alias merges them.
     pub redirects: Vec<&'m Redirect>,
+    /// SSLRequireSSL in a scope of the chain (it cannot be switched off below).
+    pub require_ssl: bool,
 }
 
 impl Default for Merged<'_> {
@@ -78,6 +80,7 @@ impl Default for Merged<'_> {
             expires_by_type: BTreeMap::new(),
             error_docs: BTreeMap::new(),
             redirects: Vec::new(),
+            require_ssl: false,
         }
     }
 }
@@ -226,6 +229,9 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     }
     for e in &st.error_documents {
         m.error_docs.insert(e.status, e);
+    }
+    if s.directives.iter().any(|d| d.enabled && d.name.eq_ignore_ascii_case("SSLRequireSSL")) {
+        m.require_ssl = true;
     }
 }
 

@@ -10,7 +10,7 @@
 //! straight tests, each with the Apache line above it ([`rules`]).
 //!
 //! Only what this tier carries exactly is compiled; a host that uses anything else
-//! (server-context rules, ScriptAlias, `<If>`, `<Location>`, authentication,
+//! (server-context rules other than [P] ones, `<If>`, `<Location>`, authentication,
 //! SetEnvIf, RewriteMap, rule flags such as [C], [N], [S], [P], [B]) stays with the
 //! interpreter, and [`host`] says why.  The same differential tests hold both against
 //! Apache.
@@ -76,9 +76,6 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         Some(d) => (site.map_path)(&d).trim_end_matches('/').to_string(),
         None => "/var/www/html".to_string(),
     };
-    if !crate::eval::server_rules(model, i).is_empty() {
-        return Err("server-context RewriteRules".into());
-    }
     if !crate::eval::rewrite_maps(model, i).is_empty() {
         return Err("RewriteMap".into());
     }
@@ -290,6 +287,8 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         redirects.extend(top.settings.redirects.iter());
         aliases.extend(top.settings.aliases.iter());
     }
+    let server_rules = crate::eval::server_rules(model, i);
+    let server_rules = if server_rules.is_empty() { None } else { Some(w.server_rule_set(&server_rules)?) };
     let translate = if redirects.is_empty() && aliases.is_empty() {
         None
     } else {
@@ -362,6 +361,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     t.set("dirconf", lua::Value::Raw("dirconf".into()));
     t.set("early_env", early.map(lua::Value::Raw));
     t.set("error_docs", top_docs.map(lua::Value::Raw));
+    t.set("server_rules", server_rules.map(lua::Value::Raw));
     t.set("translate", translate.map(lua::Value::Raw));
     t.set("autoindex", loaded("autoindex_module"));
     // Symbolic links Apache refuses (false) or, with lighttpd's follow-symlink off, the
@@ -486,10 +486,11 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
             return at("Allow/Deny from hosts");
         }
     }
+    // SSLRequireSSL is a record's flag; a client certificate is not asked for per folder.
     if s.directives.iter().any(|d| {
         d.enabled
-            && (d.name.eq_ignore_ascii_case("SSLRequireSSL")
-                || d.name.eq_ignore_ascii_case("SSLVerifyClient"))
+            && d.name.eq_ignore_ascii_case("SSLVerifyClient")
+            && !d.args.trim().eq_ignore_ascii_case("none")
     }) {
         return at("mod_ssl access");
     }
@@ -681,6 +682,9 @@ impl<'s, 'a> Writer<'s, 'a> {
         if broken {
             t.set("broken", true);
         }
+        if m.require_ssl {
+            t.set("require_ssl", true);
+        }
         if let Some(status) = m.denied() {
             t.set("denied", status as i64);
             self.may_hide = true;
@@ -865,9 +869,20 @@ impl<'s, 'a> Writer<'s, 'a> {
             return Ok(n.clone());
         }
         let n = format!("F.rules_{}", self.rule_sets.len() + 1);
-        let body = rules::function(self, &n, list)?;
+        let body = rules::function(self, &n, list, false)?;
         self.functions.push(body);
         self.rule_sets.insert(key, n.clone());
+        Ok(n)
+    }
+
+    /// The function for the rules of the server and the virtual host.
+    fn server_rule_set(&mut self, list: &[&crate::model::rewrite::RewriteRule]) -> Result<String, String> {
+        for r in list {
+            rules::check_server(r)?;
+        }
+        let n = "F.server_rules".to_string();
+        let body = rules::function(self, &n, list, true)?;
+        self.functions.push(body);
         Ok(n)
     }
 

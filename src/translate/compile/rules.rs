@@ -16,9 +16,26 @@ use std::fmt::Write;
 
 /// Whether this tier compiles the rule; the reason when not.
 pub fn check(r: &RewriteRule) -> Result<(), String> {
+    check_with(r, false)
+}
+
+/// The same for a rule of the server or a virtual host: only [P] rules (Plesk's mail
+/// autodiscovery block in every vhost), which the translation refuses (403) when they
+/// apply, as the interpreter does.
+pub fn check_server(r: &RewriteRule) -> Result<(), String> {
+    if !r.has(RuleFlagKind::Proxy) {
+        return Err(format!("server-context RewriteRules (RewriteRule {})", r.pattern));
+    }
+    check_with(r, true)
+}
+
+fn check_with(r: &RewriteRule, server: bool) -> Result<(), String> {
     use RuleFlagKind::*;
     let at = |what: String| Err(format!("{what} (RewriteRule {})", r.pattern));
     for f in &r.flags {
+        if server && f.kind == Proxy {
+            continue;
+        }
         match f.kind {
             Last | End | Redirect | Forbidden | Gone | QsAppend | QsDiscard | QsLast | NoEscape | NoCase
             | Env | Type | DiscardPathInfo | UnsafeAllow3F | NoSubreq | UnsafePrefixStat => {}
@@ -455,16 +472,30 @@ fn shared_conditions(list: &[&RewriteRule]) -> Vec<String> {
     seen.into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k).take(64).collect()
 }
 
-/// The function for a rule list.
-pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<String, String> {
+/// The function for a rule list: per directory, or of the server and virtual host
+/// (`server`, [P] rules only: see check_server).
+pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool) -> Result<String, String> {
     let mut out = String::new();
     let first = list.first().map(|r| w.site.at(r.at)).unwrap_or_default();
-    let _ =
-        writeln!(out, "-- The rewrite rules in force from {first}: one test after another, as mod_rewrite");
-    out.push_str("-- runs them on the path relative to the folder (`perdir`).\n");
+    if server {
+        let _ = writeln!(
+            out,
+            "-- The rewrite rules of the virtual host and the server, from {first}: one test after\n-- another, as mod_rewrite runs them on the URL-path when the request is read."
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "-- The rewrite rules in force from {first}: one test after another, as mod_rewrite"
+        );
+        out.push_str("-- runs them on the path relative to the folder (`perdir`).\n");
+    }
     let _ = writeln!(out, "function {name}(cx, perdir)");
     out.push_str("  local action, code\n");
-    out.push_str("  local subject = core.subject(cx, perdir)\n");
+    if server {
+        out.push_str("  local subject = cx.uri\n");
+    } else {
+        out.push_str("  local subject = core.subject(cx, perdir)\n");
+    }
     out.push_str("  local H = cx.headers\n");
     out.push_str("  local rc, cc, m, s, ok\n");
     out.push_str("  local _ = H, rc, cc, m, s, ok\n");
@@ -600,6 +631,12 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule]) -> Result<Str
             }
         }
         let code = redirect_code(r);
+        if server && r.has(RuleFlagKind::Proxy) {
+            out.push_str("    -- [P]: a proxy, which this translation does not set up: refused\n");
+            out.push_str("    do return core.proxy_refused(cx) end\n  end\n");
+            let _ = writeln!(out, "  ::{next}::");
+            continue;
+        }
         let status = if r.has(RuleFlagKind::Forbidden) {
             Some(403)
         } else if r.has(RuleFlagKind::Gone) {
