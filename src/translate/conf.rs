@@ -548,6 +548,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     // names a virtual host's.
     let lua = lua_dir(opts);
     let _ = writeln!(out, "\n# Nothing is served without Apache's decision: the main server's by default");
+    let auth_findings: RefCell<Vec<Finding>> = RefCell::new(Vec::new());
     let blocks = RefCell::new(vec![HostBlock {
         n: hosts.len(),
         docroot: main_root.clone(),
@@ -632,7 +633,8 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             } else {
                 String::new()
             };
-            let auth = auth_block(model, h, &docroot_apache(model, h), opts, &mut Vec::new(), &need);
+            let auth =
+                auth_block(model, h, &docroot_apache(model, h), opts, &mut auth_findings.borrow_mut(), &need);
             format!(
                 "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n{}{links}{php}{auth}",
                 match h {
@@ -695,6 +697,12 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             }
         }
         let _ = writeln!(out, "}}");
+    }
+    // What the auth blocks approximate, once per line (a host may be on several addresses).
+    for f in auth_findings.into_inner() {
+        if !findings.iter().any(|g| g.at == f.at && format!("{:?}", g.fate) == format!("{:?}", f.fate)) {
+            findings.push(f);
+        }
     }
     let mut needs = needs.into_inner();
     needs.sort_by(|a, b| (a.kind, &a.path, &a.at).cmp(&(b.kind, &b.path, &b.at)));
@@ -928,6 +936,47 @@ pub fn auth_block(
         }
     }
     let root = docroot.trim_end_matches('/');
+    // <Files> sections with a realm of their own: the URLs of that name in the folder and
+    // under it (Apache merges them after every folder's, so their blocks come last).
+    let mut file_areas: Vec<(usize, String, &crate::model::access::AccessConfig)> = Vec::new();
+    let top_files: Vec<(String, &crate::model::Scope)> =
+        tops.iter().map(|t| (root.to_string(), *t)).collect();
+    for (dir, scope) in dirs.iter().cloned().chain(top_files) {
+        for c in scope.children.iter().filter(|c| {
+            c.enabled
+                && matches!(c.kind, crate::model::ScopeKind::Files | crate::model::ScopeKind::FilesMatch)
+        }) {
+            let a = c.settings.access();
+            if !basic_auth(a) {
+                continue;
+            }
+            let name = match (&c.kind, &c.matcher) {
+                (crate::model::ScopeKind::Files, Some(crate::model::Matcher::Path(p))) => p.clone(),
+                _ => {
+                    findings.push(Finding::approximated(
+                        a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
+                        "a password for a <FilesMatch> (or <Files ~>) name is not asked for by lighttpd: \
+                         its users cannot log in (401)"
+                            .into(),
+                    ));
+                    continue;
+                }
+            };
+            let dir = dir.trim_end_matches('/');
+            let Some(rest) = dir.strip_prefix(root).filter(|r| r.is_empty() || r.starts_with('/')) else {
+                findings.push(Finding::approximated(
+                    a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
+                    format!("{dir} is not reached by a URL lighten can name: its users cannot log in (401)"),
+                ));
+                continue;
+            };
+            let glob = crate::translate::site::glob_to_regex(&name, true);
+            let glob = glob.trim_start_matches('^').trim_end_matches('$');
+            let prefix = area_regex(&format!("{rest}/"));
+            let prefix = prefix.trim_end_matches("(?:/|$)");
+            file_areas.push((rest.len(), format!("{prefix}/(?:.*/)?{glob}$"), a));
+        }
+    }
     for (dir, scope) in dirs {
         let a = scope.settings.access();
         if !basic_auth(a) {
@@ -961,14 +1010,18 @@ pub fn auth_block(
         kept.retain(|(u, _)| *u != url);
         kept.push((url, a));
     }
+    file_areas.sort_by_key(|(depth, _, _)| *depth);
+    let mut blocks: Vec<(String, &crate::model::access::AccessConfig)> =
+        kept.into_iter().map(|(url, a)| (area_regex(&url), a)).collect();
+    blocks.extend(file_areas.into_iter().map(|(_, re, a)| (re, a)));
     let mut out = String::new();
-    for (url, a) in kept {
+    for (re, a) in blocks {
         let file = a.auth_user_file.as_ref().map(|f| (opts.map_path)(&f.value)).unwrap_or_default();
         need(NeedKind::PasswordFile, &file, a.auth_user_file.as_ref().map(|f| f.span));
         let realm = a.auth_name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
         out.push_str(&format!(
             "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: lighten.lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n    }}\n",
-            q(&area_regex(&url)),
+            q(&re),
             q(&file),
             q(&realm),
             q(&file),
