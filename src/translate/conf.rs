@@ -939,6 +939,7 @@ pub fn auth_block(
     // <Files> sections with a realm of their own: the URLs of that name in the folder and
     // under it (Apache merges them after every folder's, so their blocks come last).
     let mut file_areas: Vec<(usize, String, &crate::model::access::AccessConfig)> = Vec::new();
+    let mut open_files: Vec<(String, String)> = Vec::new();
     let top_files: Vec<(String, &crate::model::Scope)> =
         tops.iter().map(|t| (root.to_string(), *t)).collect();
     for (dir, scope) in dirs.iter().cloned().chain(top_files) {
@@ -948,6 +949,22 @@ pub fn auth_block(
         }) {
             let a = c.settings.access();
             if !basic_auth(a) {
+                // A name the folder's realm leaves open (the WordPress codex's admin-ajax.php):
+                // lighttpd does not ask for the password there; lighten.lua decides.
+                if opens_without_user(a)
+                    && let (crate::model::ScopeKind::Files, Some(crate::model::Matcher::Path(p))) =
+                        (&c.kind, &c.matcher)
+                    && let Some(rest) = dir
+                        .trim_end_matches('/')
+                        .strip_prefix(root)
+                        .filter(|r| r.is_empty() || r.starts_with('/'))
+                {
+                    let glob = crate::translate::site::glob_to_regex(p, true);
+                    let glob = glob.trim_start_matches('^').trim_end_matches('$');
+                    let prefix = area_regex(&format!("{rest}/"));
+                    let prefix = prefix.trim_end_matches("(?:/|$)");
+                    open_files.push((format!("{rest}/"), format!("{prefix}/(?:.*/)?{glob}(?:/.*)?$")));
+                }
                 continue;
             }
             let name = match (&c.kind, &c.matcher) {
@@ -1011,23 +1028,116 @@ pub fn auth_block(
         kept.push((url, a));
     }
     file_areas.sort_by_key(|(depth, _, _)| *depth);
+    // (only names inside a folder's realm: elsewhere nothing asks for a password)
+    open_files.retain(|(dir, _)| kept.iter().any(|(url, _)| dir.starts_with(url.as_str())));
     let mut blocks: Vec<(String, &crate::model::access::AccessConfig)> =
         kept.into_iter().map(|(url, a)| (area_regex(&url), a)).collect();
     blocks.extend(file_areas.into_iter().map(|(_, re, a)| (re, a)));
     let mut out = String::new();
     for (re, a) in blocks {
+        // Satisfy Any with an allowed address, or `Require ip` beside `Require valid-user`:
+        // from those addresses Apache asks for no password.
+        let mut open = String::new();
+        for ip in open_addresses(a) {
+            open.push_str(&format!("      $HTTP[\"remote-ip\"] == {} {{ auth.require = ( ) }}\n", q(&ip)));
+        }
         let file = a.auth_user_file.as_ref().map(|f| (opts.map_path)(&f.value)).unwrap_or_default();
         need(NeedKind::PasswordFile, &file, a.auth_user_file.as_ref().map(|f| f.span));
         let realm = a.auth_name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
         out.push_str(&format!(
-            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: lighten.lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n    }}\n",
+            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: lighten.lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n{open}    }}\n",
             q(&re),
             q(&file),
             q(&realm),
             q(&file),
         ));
     }
+    for (_, re) in open_files {
+        out.push_str(&format!(
+            "    # a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
+            q(&re)
+        ));
+    }
     out
+}
+
+/// Whether a section's own access rules grant without a user: `Require all granted`
+/// (replacing the folder's Require), or `Satisfy Any` with `Allow from all`.
+fn opens_without_user(a: &crate::model::access::AccessConfig) -> bool {
+    let and = a.auth_merging.as_ref().is_some_and(|m| m.value.eq_ignore_ascii_case("and"));
+    let granted = !and
+        && !a.require.is_empty()
+        && a.require.iter().any(|z| crate::translate::compile::merge_static_authz(z) == Some(true));
+    let any = a.satisfy.as_ref().is_some_and(|s| s.value == crate::model::access::Satisfy::Any);
+    let all = a.allow.iter().any(|r| r.from.iter().any(|h| h.eq_ignore_ascii_case("all")));
+    granted || (any && all && a.deny.is_empty())
+}
+
+/// The addresses a realm lets in without a password, as lighttpd's `remote-ip` takes them
+/// (CIDR): `Allow from` under `Satisfy Any`, and `Require ip` in the top-level list beside
+/// the realm's `Require`. Names and the forms lighten does not read are left out: those
+/// clients are asked for the password (stricter).
+fn open_addresses(a: &crate::model::access::AccessConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.satisfy.as_ref().is_some_and(|s| s.value == crate::model::access::Satisfy::Any) {
+        for r in &a.allow {
+            out.extend(r.from.iter().filter_map(|h| cidr(h)));
+        }
+    }
+    for z in &a.require {
+        if let crate::model::access::Authz::Require { negated: false, provider, args, .. } = z
+            && provider.eq_ignore_ascii_case("ip")
+        {
+            out.extend(args.iter().filter_map(|h| cidr(h)));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// An address as mod_authz_host reads it (a full or partial IPv4 address, a network with
+/// a prefix length or a netmask, an IPv6 address or network) in CIDR form.
+fn cidr(h: &str) -> Option<String> {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    let (addr, len) = match h.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (h, None),
+    };
+    if addr.contains(':') {
+        let ip: Ipv6Addr = addr.parse().ok()?;
+        let len: u8 = match len {
+            Some(l) => l.parse().ok().filter(|n| *n <= 128)?,
+            None => 128,
+        };
+        return Some(format!("{ip}/{len}"));
+    }
+    let parts: Vec<&str> = addr.split('.').collect();
+    if parts.is_empty() || parts.len() > 4 || parts.iter().any(|p| p.is_empty() || p.parse::<u8>().is_err()) {
+        return None;
+    }
+    let mut octets = [0u8; 4];
+    for (i, p) in parts.iter().enumerate() {
+        octets[i] = p.parse().ok()?;
+    }
+    let ip = Ipv4Addr::from(octets);
+    let len = match len {
+        None => (parts.len() * 8) as u8,
+        Some(l) if parts.len() == 4 => match l.parse::<u8>() {
+            Ok(n) if n <= 32 => n,
+            Ok(_) => return None,
+            Err(_) => {
+                let mask: Ipv4Addr = l.parse().ok()?;
+                let m = u32::from(mask);
+                if m.leading_ones() + m.trailing_zeros() != 32 {
+                    return None;
+                }
+                m.leading_ones() as u8
+            }
+        },
+        Some(_) => return None,
+    };
+    Some(format!("{ip}/{len}"))
 }
 
 /// The URLs of a directory served at `url` (ending in `/`): the folder with or without
@@ -1136,4 +1246,25 @@ pub fn deflate_types(model: &Model, findings: &mut Vec<Finding>) -> Vec<String> 
         });
     }
     types.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cidr;
+
+    #[test]
+    fn addresses_as_mod_authz_host_reads_them() {
+        assert_eq!(cidr("127.0.0.1").as_deref(), Some("127.0.0.1/32"));
+        assert_eq!(cidr("10.1").as_deref(), Some("10.1.0.0/16"));
+        assert_eq!(cidr("192.0.2.0/24").as_deref(), Some("192.0.2.0/24"));
+        assert_eq!(cidr("192.0.2.0/255.255.255.0").as_deref(), Some("192.0.2.0/24"));
+        assert_eq!(cidr("2001:db8::/32").as_deref(), Some("2001:db8::/32"));
+        assert_eq!(cidr("::1").as_deref(), Some("::1/128"));
+        // names, holes in a netmask, and nonsense are not addresses
+        assert_eq!(cidr("example.com"), None);
+        assert_eq!(cidr("10.0.0.0/255.0.255.0"), None);
+        assert_eq!(cidr("10.1/8"), None);
+        assert_eq!(cidr("300.1.1.1"), None);
+        assert_eq!(cidr("10.0.0.0/33"), None);
+    }
 }

@@ -22,6 +22,11 @@ use super::Site;
 use super::lua;
 use crate::model::{Matcher, Model, Scope, ScopeKind};
 use merge::{Merged, apply};
+
+/// `Require all granted|denied` decided without a request (merge::static_authz).
+pub fn merge_static_authz(z: &crate::model::access::Authz) -> Option<bool> {
+    merge::static_authz(z)
+}
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
