@@ -122,8 +122,22 @@ fn stop_everything() {
     }
     reap(&groups);
     let folders: Vec<std::path::PathBuf> = FOLDERS.lock().map(|f| f.clone()).unwrap_or_default();
+    // Removal fails while something still writes there (the main thread setting up the next
+    // server, a backend's last log line), and such a write can make the folder again: until
+    // it stays gone for a moment.
     for f in folders {
-        let _ = std::fs::remove_dir_all(f);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            let _ = std::fs::remove_dir_all(&f);
+            if !f.exists() {
+                std::thread::sleep(Duration::from_millis(30));
+                if !f.exists() {
+                    break;
+                }
+            } else {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 }
 
