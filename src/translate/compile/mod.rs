@@ -176,6 +176,15 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     }
 
     let mut w = Writer::new(site, &docroot);
+    // Whether an ErrorDocument can answer here (the header functions then take `errdoc`).
+    fn has_errdocs(s: &Scope) -> bool {
+        !s.settings.error_documents.is_empty() || s.children.iter().any(|c| c.enabled && has_errdocs(c))
+    }
+    w.errdocs = std::iter::once(&model.server)
+        .chain(vscope)
+        .chain(dirs.iter().map(|(s, _)| *s))
+        .chain(htaccess.values().filter_map(|(s, _)| *s))
+        .any(has_errdocs);
     let loaded = |m: &str| model.modules.iter().any(|x| x.id == m);
     // Records, by anchor and <Files> mask.
     let mut anchor_records: Vec<Vec<String>> = vec![Vec::new(); anchors.len()];
@@ -556,6 +565,8 @@ struct Writer<'s, 'a> {
     uses_re: bool,
     /// Whether a mod_alias function is written (it uses core's alias helpers).
     uses_alias: bool,
+    /// Whether the host has ErrorDocuments (header functions take `errdoc`).
+    errdocs: bool,
     /// The lines that make the constants `S[n]`, and their names by text.
     sets: Vec<String>,
     constants: BTreeMap<String, String>,
@@ -581,6 +592,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             re_index: BTreeMap::new(),
             uses_re: false,
             uses_alias: false,
+            errdocs: false,
             sets: Vec::new(),
             constants: BTreeMap::new(),
             functions: Vec::new(),
@@ -1073,7 +1085,11 @@ impl<'s, 'a> Writer<'s, 'a> {
                 _ => format!("if (rh[{n}] or \"\") == \"\" then rh[{n}] = {v} end"),
             };
             let always = h.table == "always";
-            let cond = if always { "" } else { "if status < 300 or errdoc then " };
+            let cond = match (always, self.errdocs) {
+                (true, _) => "",
+                (false, true) => "if status < 300 or errdoc then ",
+                (false, false) => "if status < 300 then ",
+            };
             let end = if always { "" } else { " end" };
             let _ = writeln!(
                 body,
@@ -1089,9 +1105,15 @@ impl<'s, 'a> Writer<'s, 'a> {
             return n.clone();
         }
         let n = format!("F.headers_{}", self.function_names.len() + 1);
-        self.functions.push(format!(
-            "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status,\n-- `errdoc` whether an ErrorDocument answers.\nfunction {n}(rh, status, errdoc)\n{body}end\n"
-        ));
+        self.functions.push(if self.errdocs {
+            format!(
+                "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status,\n-- `errdoc` whether an ErrorDocument answers.\nfunction {n}(rh, status, errdoc)\n{body}end\n"
+            )
+        } else {
+            format!(
+                "-- mod_headers, in merge order: `rh` is the response's headers, `status` its status.\nfunction {n}(rh, status)\n{body}end\n"
+            )
+        });
         self.function_names.insert(body, n.clone());
         n
     }
