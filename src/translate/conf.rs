@@ -959,11 +959,7 @@ pub fn auth_block(
                         .strip_prefix(root)
                         .filter(|r| r.is_empty() || r.starts_with('/'))
                 {
-                    let glob = crate::translate::site::glob_to_regex(p, true);
-                    let glob = glob.trim_start_matches('^').trim_end_matches('$');
-                    let prefix = area_regex(&format!("{rest}/"));
-                    let prefix = prefix.trim_end_matches("(?:/|$)");
-                    open_files.push((format!("{rest}/"), format!("{prefix}/(?:.*/)?{glob}(?:/.*)?$")));
+                    open_files.push((format!("{rest}/"), files_regex(rest, p, "(?:/.*)?")));
                 }
                 continue;
             }
@@ -987,11 +983,7 @@ pub fn auth_block(
                 ));
                 continue;
             };
-            let glob = crate::translate::site::glob_to_regex(&name, true);
-            let glob = glob.trim_start_matches('^').trim_end_matches('$');
-            let prefix = area_regex(&format!("{rest}/"));
-            let prefix = prefix.trim_end_matches("(?:/|$)");
-            file_areas.push((rest.len(), format!("{prefix}/(?:.*/)?{glob}$"), a));
+            file_areas.push((rest.len(), files_regex(rest, &name, ""), a));
         }
     }
     for (dir, scope) in dirs {
@@ -1138,6 +1130,16 @@ fn cidr(h: &str) -> Option<String> {
         Some(_) => return None,
     };
     Some(format!("{ip}/{len}"))
+}
+
+/// The URLs of a `<Files>` name (literal or glob) in the folder served at `rest` and under
+/// it, then `tail` (PATH_INFO for an exception).
+fn files_regex(rest: &str, name: &str, tail: &str) -> String {
+    let glob = crate::translate::site::glob_to_regex(name, true);
+    let glob = glob.trim_start_matches('^').trim_end_matches('$');
+    let prefix = area_regex(&format!("{rest}/"));
+    let prefix = prefix.trim_end_matches("(?:/|$)");
+    format!("{prefix}/(?:.*/)?{glob}{tail}$")
 }
 
 /// The URLs of a directory served at `url` (ending in `/`): the folder with or without

@@ -1049,34 +1049,7 @@ end
 ---------------------------------------------------------------------------------------
 -- mod_alias
 
-local function alias_matches(uri, from)
-  local i, j = 1, 1
-  local nu, na = #uri, #from
-  while j <= na do
-    if byte(from, j) == 47 then
-      if i > nu or byte(uri, i) ~= 47 then return nil end
-      while j <= na and byte(from, j) == 47 do j = j + 1 end
-      while i <= nu and byte(uri, i) == 47 do i = i + 1 end
-    else
-      if i > nu or byte(uri, i) ~= byte(from, j) then return nil end
-      i, j = i + 1, j + 1
-    end
-  end
-  if byte(from, na) ~= 47 and i <= nu and byte(uri, i) ~= 47 then return nil end
-  return i - 1
-end
-
--- A RedirectMatch target after substitution, as mod_alias escapes it: the URL without
--- its query and fragment (ap_escape_uri), then those as they are.
-function M.regex_redirect_escape(url)
-  local rest, frag = url, nil
-  local h = find(url, "#", 1, true)
-  if h then rest, frag = sub(url, 1, h - 1), sub(url, h) end
-  local q = find(rest, "?", 1, true)
-  local query
-  if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
-  return escape_path(rest) .. (query or "") .. (frag or "")
-end
+local alias_matches = plans.alias_match
 
 local function subst_dollars(to, caps)
   return (to:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
@@ -1088,7 +1061,7 @@ function Ctx:try_redirect(r)
   if r.regex then
     local caps = rx(r.re, uri)
     if not caps then return nil end
-    target = M.regex_redirect_escape(subst_dollars(r.to or "", caps))
+    target = plans.regex_redirect(subst_dollars(r.to or "", caps), escape_path)
   else
     local n = alias_matches(uri, r.from or "/")
     if not n then return nil end

@@ -495,38 +495,10 @@ end
 ---------------------------------------------------------------------------------------
 -- mod_alias, for the compiled alias functions
 
--- alias_matches(): how many bytes of `uri` the URL-path `from` covers (a run of slashes
--- in one matches a run in the other; the last segment whole), or nil.
-function M.alias_match(uri, from)
-  local i, j = 1, 1
-  local nu, na = #uri, #from
-  while j <= na do
-    if byte(from, j) == 47 then
-      if i > nu or byte(uri, i) ~= 47 then return nil end
-      while j <= na and byte(from, j) == 47 do j = j + 1 end
-      while i <= nu and byte(uri, i) == 47 do i = i + 1 end
-    else
-      if i > nu or byte(uri, i) ~= byte(from, j) then return nil end
-      i, j = i + 1, j + 1
-    end
-  end
-  if byte(from, na) ~= 47 and i <= nu and byte(uri, i) ~= 47 then return nil end
-  return i - 1
-end
-
+M.alias_match = plans.alias_match
 M.escape_path = escape_path
 
--- A RedirectMatch target after substitution, as mod_alias escapes it: the URL without
--- its query and fragment (ap_escape_uri), then those as they are.
-function M.regex_redirect(url)
-  local rest, frag = url, ""
-  local h = find(url, "#", 1, true)
-  if h then rest, frag = sub(url, 1, h - 1), sub(url, h) end
-  local q = find(rest, "?", 1, true)
-  local query = ""
-  if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
-  return escape_path(rest) .. query .. frag
-end
+function M.regex_redirect(url) return plans.regex_redirect(url, escape_path) end
 
 -- What a mod_alias function answered for a request: a redirect's status (the Location
 -- made absolute, the query kept unless the target has one), or nil and the aliased path.
@@ -1055,7 +1027,6 @@ local function run(cx)
     cx.uri = uri
     cx.site.early_env(cx)
   end
-  cx.errdocs = cx.site.error_docs
   local rounds = 0
   local error_round
   while true do

@@ -1,6 +1,6 @@
 -- lighten_plans.lua: what both tiers share: the decision cache (lighten_core.lua's
 -- `decide`, lighten.lua's M.physical), the symbolic-link lookup, the .htaccess safety
--- net and Apache's check of the Host header.
+-- net, Apache's check of the Host header and mod_alias's matching.
 --
 -- Fixed text shipped by lighten (templates/lua/lighten_plans.lua).  What a tier decides
 -- for a request is a function of what it reads: the key (method, request-target,
@@ -308,6 +308,40 @@ local function host_ok(h)
   end
   local last = name:match("%.([^.]*)$")
   return not last or last == "" or find(last, "^%a") ~= nil
+end
+
+---------------------------------------------------------------------------------------
+-- mod_alias
+
+-- alias_matches(): how many bytes of `uri` the URL-path `from` covers (a run of slashes
+-- in one matches a run in the other; the last segment whole), or nil.
+function M.alias_match(uri, from)
+  local i, j = 1, 1
+  local nu, na = #uri, #from
+  while j <= na do
+    if byte(from, j) == 47 then
+      if i > nu or byte(uri, i) ~= 47 then return nil end
+      while j <= na and byte(from, j) == 47 do j = j + 1 end
+      while i <= nu and byte(uri, i) == 47 do i = i + 1 end
+    else
+      if i > nu or byte(uri, i) ~= byte(from, j) then return nil end
+      i, j = i + 1, j + 1
+    end
+  end
+  if byte(from, na) ~= 47 and i <= nu and byte(uri, i) ~= 47 then return nil end
+  return i - 1
+end
+
+-- A RedirectMatch target after substitution, as mod_alias escapes it: the URL without
+-- its query and fragment through `escape` (ap_escape_uri), then those as they are.
+function M.regex_redirect(url, escape)
+  local rest, frag = url, ""
+  local h = find(url, "#", 1, true)
+  if h then rest, frag = sub(url, 1, h - 1), sub(url, h) end
+  local q = find(rest, "?", 1, true)
+  local query = ""
+  if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
+  return escape(rest) .. query .. frag
 end
 
 local good_hosts, n_good = {}, 0
