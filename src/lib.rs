@@ -25,3 +25,4 @@ pub mod source;
 pub mod syntax;
 pub mod translate;
 pub mod verify;
+pub mod watch;

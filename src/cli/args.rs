@@ -88,6 +88,32 @@ unsupported parts fail closed with 403); 2 failure: Apache would refuse the conf
 --strict with anything inexact (nothing is written). With --dry-run, diff's: 0 nothing
 would change, 1 something would, 2 trouble.")]
     Convert(ConvertArgs),
+    /// Keep a conversion in step with Apache's files: reconvert on every .htaccess edit
+    #[command(after_help = "\
+Examples:
+  lighten watch /etc/apache2/apache2.conf --out /etc/lighttpd/from-apache
+  lighten watch --sysroot fixtures/wordpress --server-name example.test \\
+      fixtures/wordpress/var/www/html --out /tmp/wp --listen 127.0.0.1:8080 --once
+  lighten watch /var/www/vhosts --out out --json >> watch.log
+
+Takes the same input and settings as lighten convert. First converts once if OUT is not
+what a conversion now writes; then watches every Apache file the conversion read and,
+recursively, every folder Apache reads .htaccess files in (edits, new files, deletions,
+renames, editors that write a copy and rename it). On a change it converts again, checks
+the new output (lighttpd -tt, luac5.4 -p, every file it needs) before writing it, writes
+the files that changed atomically, and gracefully restarts the lighttpd running from
+OUT/lighttpd.conf (found by its pid file; SIGUSR1: no connection is refused). Each change
+is one line on stderr (what changed, converted or refused, file:line of what is not exact,
+the time until it was in force); --json also prints it as a JSON line on stdout.
+
+A change that cannot be written (Apache would refuse the configuration, the output fails
+its checks, --strict and something is inexact) is refused: the output in force stays, and
+its safety net answers 503 to requests that meet a changed .htaccess, never the old
+answer. Stops cleanly on SIGINT or SIGTERM.
+
+Exit status: 0 stopped (or, with --once, OUT is current); 1 --once, and the conversion is
+inexact (see report.md); 2 failure (with --once: the change was refused).")]
+    Watch(WatchArgs),
     /// Convert every hosting account of a Plesk server: one folder each, and all together
     #[command(after_help = "\
 Examples:
@@ -326,6 +352,45 @@ pub struct ConvertArgs {
     /// (exit 0 the same, 1 different, 2 trouble)
     #[arg(long)]
     pub dry_run: bool,
+    /// Convert only this site, by ServerName or ServerAlias (repeatable) [default: all]
+    #[arg(long = "vhost", value_name = "NAME")]
+    pub vhosts: Vec<String>,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
+    pub config: PathBuf,
+    /// The output folder, as for convert [default: `out` in the settings file]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// As for convert
+    #[arg(long, value_name = "[PORT=]ADDR:PORT")]
+    pub listen: Vec<String>,
+    /// As for convert
+    #[arg(long, value_name = "ADDR")]
+    pub php_backend: Option<String>,
+    /// As for convert [default: OUT/run]
+    #[arg(long, value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+    /// Refuse (keep the output in force) any change that does not translate exactly
+    #[arg(long)]
+    pub strict: bool,
+    /// Also print each change as a JSON line on standard output
+    #[arg(long)]
+    pub json: bool,
+    /// Bring OUT up to date once and exit (for cron)
+    #[arg(long)]
+    pub once: bool,
+    /// Quiet time after an event before converting, in milliseconds (editors write in
+    /// several steps)
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    pub settle_ms: u64,
+    /// Keep only this site in step, by ServerName or ServerAlias (repeatable) [default: all]
+    #[arg(long = "vhost", value_name = "NAME")]
+    pub vhosts: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
 }

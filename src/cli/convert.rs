@@ -18,24 +18,21 @@ pub struct Prepared {
     pub runtime_dir: PathBuf,
 }
 
-/// Loads `config` and converts it for `out` (absolute paths in the output point there),
-/// with PHP sent to `php_backend` (a socket path or HOST:PORT) when given instead of the
-/// backend the configuration names.
-pub fn prepare_with(
+/// Loads and models `config` as Apache reads it, then keeps the sites `vhosts` names.
+pub fn load_sites(
     config: &Path,
     load: &LoadOptions,
-    out: &Path,
-    listen: &[String],
-    runtime_dir: Option<&Path>,
-    php_backend: Option<&str>,
+    vhosts: &[String],
     color: bool,
-) -> anyhow::Result<Prepared> {
-    let (cfg, model) = super::load::checked(config, load, color)?;
-    prepare_model(&cfg, &model, out, listen, runtime_dir, php_backend)
+) -> anyhow::Result<(config::Config, model::Model)> {
+    let (cfg, mut model) = super::load::checked(config, load, color)?;
+    super::wizard::keep_named(&mut model, &cfg.sources, vhosts).map_err(anyhow::Error::msg)?;
+    Ok((cfg, model))
 }
 
-/// [`prepare_with`] for a configuration already loaded and modelled (`lighten batch`
-/// reads its diagnostics before converting).
+/// Converts a loaded and modelled configuration for `out` (absolute paths in the output
+/// point there), with PHP sent to `php_backend` (a socket path or HOST:PORT) when given
+/// instead of the backend the configuration names.
 pub fn prepare_model(
     cfg: &config::Config,
     model: &model::Model,
@@ -92,8 +89,20 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
     let runtime_dir = a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone());
     let php = a.php_backend.clone().or_else(|| settings.php_backend.clone());
     let strict = a.strict || settings.approximations == Some(Policy::Refuse);
-    let p = prepare_with(&a.config, &opts, &out, &listen, runtime_dir.as_deref(), php.as_deref(), color)?;
-    let (conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
+    let (cfg, model) = load_sites(&a.config, &opts, &a.vhosts, color)?;
+    let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
+    let (mut conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
+    let watch = watch_command(&WatchLine {
+        load: &a.load,
+        config: &a.config,
+        out_dir: &out_dir,
+        runtime_dir: &runtime_dir,
+        listen: &listen,
+        php: php.as_deref(),
+        vhosts: &a.vhosts,
+        strict,
+    })?;
+    conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch));
     if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
         for e in
@@ -130,6 +139,13 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
         writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
         if !problems.iter().any(|p| p.level == Level::Error) {
             writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
+            writeln!(stdout, "keep it in step with .htaccess edits: {}", shell_line(&watch))?;
+            writeln!(
+                stdout,
+                "as services (root): {} && systemctl enable --now {}",
+                super::service::install_command(&out_dir),
+                super::service::WATCH_UNIT
+            )?;
         }
         writeln!(stdout, "report: {}", out_dir.join("report.md").display())?;
     }
@@ -148,6 +164,72 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
         return Ok(2);
     }
     Ok(if conv.report.inexact() { 1 } else { 0 })
+}
+
+/// The `lighten watch` command that keeps this conversion in step: the same input and
+/// settings, every path absolute (a service has no working folder of its own).
+pub struct WatchLine<'a> {
+    pub load: &'a super::args::LoadArgs,
+    pub config: &'a Path,
+    pub out_dir: &'a Path,
+    pub runtime_dir: &'a Path,
+    pub listen: &'a [String],
+    pub php: Option<&'a str>,
+    pub vhosts: &'a [String],
+    pub strict: bool,
+}
+
+pub fn watch_command(w: &WatchLine) -> anyhow::Result<Vec<String>> {
+    let exe = std::env::current_exe().context("finding lighten's own path")?;
+    let mut v = vec![exe.display().to_string(), "watch".to_string()];
+    let mut flag = |name: &str, value: String| {
+        v.push(name.to_string());
+        v.push(value);
+    };
+    let l = w.load;
+    if let Some(s) = &l.sysroot {
+        flag("--sysroot", absolute(s)?.display().to_string());
+    }
+    if let Some(r) = &l.server_root {
+        flag("--server-root", r.clone());
+    }
+    for d in &l.defines {
+        flag("-D", d.clone());
+    }
+    if l.apache_version != crate::config::DEFAULT_APACHE_VERSION {
+        flag("--apache-version", l.apache_version.clone());
+    }
+    if let Some(c) = &l.server_config {
+        let c = if l.sysroot.is_none() { absolute(Path::new(c))?.display().to_string() } else { c.clone() };
+        flag("--server-config", c);
+    }
+    if l.server_name != "localhost" {
+        flag("--server-name", l.server_name.clone());
+    }
+    if l.walk_limit != crate::config::DEFAULT_WALK_LIMIT {
+        flag("--walk-limit", l.walk_limit.to_string());
+    }
+    flag("--out", w.out_dir.display().to_string());
+    flag("--runtime-dir", w.runtime_dir.display().to_string());
+    for x in w.listen {
+        flag("--listen", x.clone());
+    }
+    if let Some(p) = w.php {
+        flag("--php-backend", p.to_string());
+    }
+    for n in w.vhosts {
+        flag("--vhost", n.clone());
+    }
+    if w.strict {
+        v.push("--strict".into());
+    }
+    v.push(absolute(w.config)?.display().to_string());
+    Ok(v)
+}
+
+/// A command line for the shell, each word quoted where it needs it.
+pub fn shell_line(words: &[String]) -> String {
+    words.iter().map(|w| super::wizard::quote(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// Makes the runtime folder usable by the user lighttpd drops to (when lighten runs as
@@ -217,7 +299,7 @@ fn on_host(p: &Path) -> bool {
     }
 }
 
-fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+pub fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
 }
 

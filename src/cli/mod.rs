@@ -14,7 +14,9 @@ mod inspect;
 mod load;
 mod manual;
 mod progress;
+pub(crate) mod service;
 mod verify;
+mod watch;
 mod wizard;
 
 use args::{Cli, ColorChoice, Command};
@@ -49,6 +51,7 @@ pub fn main() -> i32 {
         Command::Man(a) => manual::man(a),
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a, &settings, color),
+        Command::Watch(a) => watch::run(a, &settings, color),
         Command::Batch(a) => batch::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),

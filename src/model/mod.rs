@@ -50,6 +50,13 @@ pub struct Model {
     pub skipped_vhosts: Vec<VirtualHost>,
     pub htaccess: Vec<Htaccess>,
     pub coverage: Coverage,
+    /// Where .htaccess files were looked for (the document roots, alias targets and
+    /// `<Directory>` paths with AllowOverride, as Apache names them) and the file names
+    /// looked for: what `lighten watch` watches.
+    #[serde(skip)]
+    pub access_roots: Vec<String>,
+    #[serde(skip)]
+    pub access_names: Vec<String>,
 }
 
 /// A PHP backend found in a server's scopes.
@@ -88,7 +95,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
             ));
         }
     }
-    let htaccess = b.htaccess(config, &server, &vhosts);
+    let (htaccess, access_roots, access_names) = b.htaccess(config, &server, &vhosts);
     let mut coverage = Coverage::count(&server, &vhosts, &htaccess);
     for v in &skipped_vhosts {
         coverage.add_scope(&v.scope);
@@ -103,6 +110,8 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         skipped_vhosts,
         htaccess,
         coverage,
+        access_roots,
+        access_names,
     };
     (model, b.diags)
 }
@@ -290,7 +299,13 @@ impl Builder {
         }
     }
 
-    fn htaccess(&mut self, config: &mut Config, server: &Scope, vhosts: &[VirtualHost]) -> Vec<Htaccess> {
+    /// The .htaccess files, with the folders they were looked for under and the names.
+    fn htaccess(
+        &mut self,
+        config: &mut Config,
+        server: &Scope,
+        vhosts: &[VirtualHost],
+    ) -> (Vec<Htaccess>, Vec<String>, Vec<String>) {
         // Each server (main, then vhosts) with the URL roots it maps.
         let main_aliases = alias_targets(server);
         let mut servers: Vec<Reach> = Vec::new();
@@ -406,7 +421,10 @@ impl Builder {
             }
             jobs.extend(groups);
         }
-        self.read_all(config, jobs)
+        let mut watched = roots.clone();
+        watched.sort();
+        watched.dedup();
+        (self.read_all(config, jobs), watched, names)
     }
 
     /// Reads and models the per-directory files on every core, then registers them in job

@@ -379,6 +379,54 @@ fn log_tail(stderr_log: &Path, error_log: Option<&Path>) -> String {
     }
 }
 
+/// The lighttpd running from `conf` whose pid file is `pid_file`: its pid, when the file
+/// names a live lighttpd process started with that configuration (a stale pid file, or
+/// one naming another program, is not a running server).
+pub fn running_from(conf: &Path, pid_file: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(pid_file).ok()?.trim().parse().ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let is_lighttpd = args.first().is_some_and(|a| a.ends_with(b"lighttpd"));
+    let conf = conf.as_os_str().as_encoded_bytes();
+    let with_conf = args.windows(2).any(|w| w[0] == b"-f" && w[1] == conf)
+        || args.iter().any(|a| a.strip_prefix(b"-f") == Some(conf));
+    (is_lighttpd && with_conf).then_some(pid)
+}
+
+/// Whether a graceful restart asked of `pid` was seen through: its error log says
+/// "server started" after `from` bytes.
+pub enum Restart {
+    Done,
+    NotSeen,
+}
+
+/// A graceful restart of the lighttpd `pid` (SIGUSR1: it stops accepting, lets the
+/// requests in progress finish, reads its configuration again and goes on with the same
+/// listening sockets, so no connection is refused; measured in ARCHITECTURE.md), waited
+/// for through its error log `errorlog` for up to `timeout`.
+pub fn graceful_restart(pid: u32, errorlog: &Path, timeout: Duration) -> io::Result<Restart> {
+    let from = std::fs::metadata(errorlog).map(|m| m.len()).unwrap_or(0);
+    // SAFETY: kill() with a pid and a signal number touches no memory of ours.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGUSR1) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(bytes) = std::fs::read(errorlog)
+            && bytes.len() as u64 != from
+        {
+            // A log rotated meanwhile is read from its start.
+            let start = if (bytes.len() as u64) < from { 0 } else { from as usize };
+            let new = String::from_utf8_lossy(&bytes[start..]);
+            if new.contains("server started") {
+                return Ok(Restart::Done);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(Restart::NotSeen)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

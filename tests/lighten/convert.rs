@@ -29,7 +29,10 @@ fn convert(f: &crate::helpers::Fixture, out: &Path) -> i32 {
 fn read_normalized(out: &Path, rel: &str) -> String {
     let text = std::fs::read_to_string(out.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
     let repo = std::env::current_dir().unwrap().to_string_lossy().into_owned();
-    let text = text.replace(&out.to_string_lossy().into_owned(), "$OUT").replace(&repo, "$REPO");
+    let text = text
+        .replace(&out.to_string_lossy().into_owned(), "$OUT")
+        .replace(env!("CARGO_BIN_EXE_lighten"), "$LIGHTEN")
+        .replace(&repo, "$REPO");
     relative_depths(&text, repo.matches('/').count())
 }
 
@@ -115,6 +118,15 @@ fn every_fixture_converts_to_a_setup_lighttpd_and_lua_accept() {
             insta::assert_snapshot!(
                 "convert-wp-super-cache-physical.lua",
                 read_normalized(a.path(), "lua/physical.lua")
+            );
+            // The services that run it and keep it in step (not installed).
+            insta::assert_snapshot!(
+                "convert-wp-super-cache-lighten-watch.service",
+                read_normalized(a.path(), "systemd/lighten-watch.service")
+            );
+            insta::assert_snapshot!(
+                "convert-wp-super-cache-lighttpd-drop-in.conf",
+                read_normalized(a.path(), "systemd/lighttpd.service.d/lighten.conf")
             );
         }
     }

@@ -16,4 +16,5 @@ mod sandbox;
 mod settings;
 mod startup;
 mod tidy;
+mod watch;
 mod wizard;

@@ -92,6 +92,66 @@ fn run_line(r: &Output) -> String {
         .to_string()
 }
 
+/// The command after `keep it in step with .htaccess edits: ` in convert's output.
+fn watch_line(r: &Output) -> String {
+    r.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("keep it in step with .htaccess edits: "))
+        .unwrap_or_else(|| panic!("no watch line\n{}", r.transcript()))
+        .to_string()
+}
+
+/// Starts the printed watch command (through `prefix`), then proves it keeps the running
+/// lighttpd in step: a `Require all denied` .htaccess written into the folder of `path`
+/// is enforced, its removal too; SIGTERM stops it with status 0.
+fn watch_keeps_in_step(line: &str, prefix: Option<&[&str]>, port: u16, folder: &Path, path: &str) {
+    use std::io::BufRead;
+    // The shell execs it (the line needs no quoting), so the status seen is watch's own.
+    assert!(!line.contains(['\'', '"']), "{line}");
+    let mut w = start(&format!("exec {line}"), prefix);
+    let stderr = w.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let wait_for = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = Vec::new();
+        while let Ok(l) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            seen.push(l.clone());
+            if l.contains(what) {
+                return l;
+            }
+        }
+        panic!("watch never said {what:?}; it said:\n{}", seen.join("\n"));
+    };
+    wait_for(" start: ");
+    let file = folder.join(".htaccess");
+    std::fs::write(&file, "Require all denied\n").unwrap();
+    let l = wait_for("converted");
+    assert!(l.contains(&file.display().to_string()) && l.contains("restarted gracefully"), "{l}");
+    assert_eq!(get(port, "example.test", path).0, 403);
+    std::fs::remove_file(&file).unwrap();
+    wait_for("converted");
+    assert_eq!(get(port, "example.test", path).0, 200);
+    // SAFETY: kill(2) on the process group this test made.
+    unsafe {
+        libc::kill(-(w.0.id() as i32), libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = w.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "watch did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    wait_for("stopped");
+    assert_eq!(status.code(), Some(0), "watch stops cleanly on SIGTERM");
+}
+
 /// A started command in its own process group, killed with the group when dropped.
 struct Started(std::process::Child);
 
@@ -212,6 +272,8 @@ fn the_printed_run_command_serves_the_site_as_root_and_as_a_normal_user() {
     let server = start(&line, None);
     assert_eq!(get(port, "example.test", path), (200, css.clone()));
     assert_eq!(get(port, "example.test", "/.htaccess").0, 403);
+    let themes = root.join("var/www/html/wp-content/themes/twentytwentyfour");
+    watch_keeps_in_step(&watch_line(&r), None, port, &themes, path);
     if is_root() {
         let users = users_of(&out.to_string_lossy());
         assert!(!users.is_empty() && users.iter().all(|u| u == "www-data"), "lighttpd runs as {users:?}");
@@ -244,6 +306,7 @@ fn the_printed_run_command_serves_the_site_as_root_and_as_a_normal_user() {
     };
     let server = start(&line, prefix);
     assert_eq!(get(port, "example.test", path), (200, css));
+    watch_keeps_in_step(&watch_line(&r), prefix, port, &themes, path);
     if is_root() {
         let users = users_of(&out.to_string_lossy());
         assert!(!users.is_empty() && users.iter().all(|u| u == "nobody"), "lighttpd runs as {users:?}");

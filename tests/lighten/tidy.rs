@@ -3,6 +3,7 @@
 use crate::helpers::{fixtures, lighten};
 use lighten::catalogue::catalogue;
 use lighten::diagnostic::Code;
+use std::path::Path;
 use std::process::Command;
 
 #[test]
@@ -201,5 +202,67 @@ fn every_lua_library_the_runtime_loads_is_installed_by_setup() {
                 "{name} comes from {package}, which setup.sh does not install"
             );
         }
+    }
+}
+
+/// Every program the tests and lighten start by name (`Command::new("...")`) comes from a
+/// Debian package `scripts/setup.sh` installs (or one such a package depends on), or from
+/// an essential one every Debian has: a fresh machine runs the tests after that command.
+#[test]
+fn every_program_the_tests_start_is_installed_by_setup() {
+    let packages = setup_packages();
+    let mut programs = std::collections::BTreeSet::new();
+    let files = crate::helpers::files_under(Path::new("tests"))
+        .into_iter()
+        .chain(crate::helpers::files_under(Path::new("src")))
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"));
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for part in text.split("Command::new(\"").skip(1) {
+            programs.insert(part.split('"').next().unwrap().to_string());
+        }
+    }
+    assert!(programs.contains("systemd-analyze") && programs.contains("lighttpd"), "{programs:?}");
+    if Command::new("dpkg").arg("--version").output().is_err() {
+        return;
+    }
+    // What the packages setup.sh names bring with them.
+    let mut brought: Vec<String> = packages.clone();
+    for p in &packages {
+        let deps = Command::new("dpkg-query").args(["-W", "-f=${Depends}", p]).output().unwrap();
+        for dep in String::from_utf8_lossy(&deps.stdout).split([',', '|']) {
+            brought.extend(dep.split_whitespace().next().map(|d| d.split(':').next().unwrap().to_string()));
+        }
+    }
+    for prog in &programs {
+        let path = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join(prog))
+            .find(|p| p.is_file());
+        let Some(path) = path else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{prog} is not installed: scripts/setup.sh must install it"
+            );
+            continue;
+        };
+        // dpkg names the file as the package installed it (/bin or /usr/bin, merged /usr).
+        let real = std::fs::canonicalize(&path).unwrap();
+        let unmerged =
+            |p: &Path| p.strip_prefix("/usr").map(|r| Path::new("/").join(r)).unwrap_or(p.to_path_buf());
+        let owner = [path.clone(), unmerged(&path), real.clone(), unmerged(&real)]
+            .iter()
+            .find_map(|p| {
+                let o = Command::new("dpkg").args(["-S"]).arg(p).output().ok()?;
+                let out = String::from_utf8_lossy(&o.stdout).into_owned();
+                let line = out.lines().find(|l| !l.starts_with("diversion by"))?;
+                o.status.success().then(|| line.split(':').next().unwrap_or("").trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no Debian package ships {}", path.display()));
+        let essential = Command::new("dpkg-query").args(["-W", "-f=${Essential}", &owner]).output().unwrap();
+        let essential = String::from_utf8_lossy(&essential.stdout).trim() == "yes";
+        assert!(
+            essential || brought.contains(&owner),
+            "{prog} comes from the Debian package {owner}, which scripts/setup.sh does not install"
+        );
     }
 }

@@ -13,6 +13,8 @@ mod migration;
 mod prompt;
 mod site;
 mod switch;
+pub(super) use site::keep_named;
+pub(super) use switch::quote;
 
 use super::args::{LoadArgs, WizardArgs};
 use super::convert::{self, Prepared};
@@ -116,7 +118,7 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         model.keep_vhosts(k);
     }
     let listen = if a.listen.is_empty() { file.listen.clone().unwrap_or_default() } else { a.listen.clone() };
-    let prepared = convert::prepare_model(
+    let mut prepared = convert::prepare_model(
         &cfg,
         &model,
         &out,
@@ -124,6 +126,24 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         file.runtime_dir.as_deref(),
         file.php_backend.as_deref(),
     )?;
+    // The services that run it and keep it in step, for the sites picked by name (a site
+    // without a ServerName cannot be named: then every site is kept in step).
+    let names: Vec<String> = if keep.is_some() {
+        picked.iter().filter_map(|&i| sites[i].name.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    let watch = convert::watch_command(&convert::WatchLine {
+        load: &a.load,
+        config: &config,
+        out_dir: &prepared.out_dir,
+        runtime_dir: &prepared.runtime_dir,
+        listen: &listen,
+        php: file.php_backend.as_deref(),
+        vhosts: &names,
+        strict: false,
+    })?;
+    prepared.conv.files.extend(super::service::units(&prepared.out_dir, &prepared.runtime_dir, &watch));
 
     println!("\n3. What cannot be carried over exactly");
     print!("{}", inexact(&prepared.conv.report, &prepared.out_dir));

@@ -122,6 +122,19 @@ pub fn pick(sites: &[Site], names: &[String]) -> Result<Vec<usize>, String> {
     Ok(picked)
 }
 
+/// Keeps only the sites `--vhost` names (`convert`, `watch`): the model as if the other
+/// virtual hosts were not configured. No names keeps every site.
+pub fn keep_named(model: &mut Model, sources: &SourceMap, names: &[String]) -> Result<(), String> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let sites = sites(model, sources);
+    let picked = pick(&sites, names)?;
+    let keep: Vec<usize> = picked.iter().flat_map(|&i| sites[i].vhosts.iter().copied()).collect();
+    model.keep_vhosts(&keep);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,11 +109,22 @@ pub fn text(s: &Switch) -> String {
     if let Some((host, addr)) = &s.probe {
         let _ = writeln!(o, "  curl -sI --resolve {host}:80:{addr} http://{host}/");
     }
+    let _ = writeln!(o, "  # 4. keep it in step with .htaccess edits (lighten watch, restarted if it stops)");
+    let watch_unit = s.out_dir.join(crate::cli::service::DIR).join(crate::cli::service::WATCH_UNIT);
     let _ = writeln!(
         o,
-        "  # after converting again: systemctl restart lighttpd (the Lua is loaded once per process)"
+        "  cp {} /etc/systemd/system/ && systemctl daemon-reload && systemctl enable --now {}",
+        quote(&watch_unit.display().to_string()),
+        crate::cli::service::WATCH_UNIT
     );
+    let _ =
+        writeln!(o, "  # without it: after converting again, systemctl reload lighttpd (a graceful restart)");
     let _ = writeln!(o, "\nRolling back:\n");
+    let _ = writeln!(
+        o,
+        "  systemctl disable --now {0} && rm /etc/systemd/system/{0}",
+        crate::cli::service::WATCH_UNIT
+    );
     let _ = writeln!(o, "  systemctl stop lighttpd && systemctl start {}", s.apache);
     let _ = writeln!(o, "  systemctl disable lighttpd && systemctl enable {}", s.apache);
     let _ = writeln!(o, "  rm {DROP_IN} && systemctl daemon-reload");

@@ -1,0 +1,97 @@
+//! The systemd units `convert` writes beside a conversion (OUT/systemd/, not installed):
+//! a drop-in that points Debian's packaged `lighttpd.service` at OUT/lighttpd.conf (the
+//! packaged unit and /etc/lighttpd stay as they are, and the rollback is removing one
+//! file; the wizard prints the same drop-in; the packaged `ExecReload`, SIGUSR1, is the
+//! graceful restart watch uses too), and `lighten-watch.service`, which runs
+//! `lighten watch` with the arguments of the conversion so the output follows .htaccess
+//! edits, restarting itself if it dies.  `systemctl` is only ever printed.
+
+use std::path::{Path, PathBuf};
+
+/// Debian's lighttpd binary (the packaged unit names it so too).
+const LIGHTTPD: &str = "/usr/sbin/lighttpd";
+/// Where the units are written, relative to the output folder.
+pub const DIR: &str = "systemd";
+pub const WATCH_UNIT: &str = "lighten-watch.service";
+pub const DROP_IN: &str = "lighttpd.service.d/lighten.conf";
+
+/// The unit files, relative to the output folder. `watch` is the `lighten watch`
+/// command line (program first), every path in it absolute.
+pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String]) -> Vec<(PathBuf, String)> {
+    let conf = out_dir.join("lighttpd.conf");
+    let conf = exec_word(&conf.display().to_string());
+    let install = install_command(out_dir);
+    let drop_in = format!(
+        "# Debian's lighttpd.service running the conversion in {out} (written by lighten convert).\n\
+         # Install: {install}\n\
+         [Service]\n\
+         PIDFile={pid}\n\
+         ExecStartPre=\n\
+         ExecStartPre={LIGHTTPD} -tt -f {conf}\n\
+         ExecStart=\n\
+         ExecStart={LIGHTTPD} -D -f {conf}\n",
+        out = out_dir.display(),
+        pid = unit_value(&runtime_dir.join("lighttpd.pid").display().to_string()),
+    );
+    let exec: Vec<String> = watch.iter().map(|w| exec_word(w)).collect();
+    let watch_unit = format!(
+        "# lighten watch: keeps the conversion in {out} in step with Apache's files (a\n\
+         # .htaccess a plugin or an admin edits) and restarts lighttpd gracefully on each change.\n\
+         # Written by lighten convert. Install: {install}\n\
+         # then: systemctl enable --now {WATCH_UNIT}\n\
+         [Unit]\n\
+         Description=lighten watch: {desc} follows Apache's configuration\n\
+         After=lighttpd.service\n\
+         \n\
+         [Service]\n\
+         Type=simple\n\
+         ExecStart={cmd}\n\
+         Restart=on-failure\n\
+         RestartSec=2\n\
+         \n\
+         [Install]\n\
+         WantedBy=multi-user.target\n",
+        out = out_dir.display(),
+        desc = unit_value(&out_dir.display().to_string()),
+        cmd = exec.join(" "),
+    );
+    vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)]
+}
+
+/// The command that installs the units (as root), printed, never run.
+pub fn install_command(out_dir: &Path) -> String {
+    let from = out_dir.join(DIR).join(".");
+    format!(
+        "cp -r {} /etc/systemd/system/ && systemctl daemon-reload",
+        super::wizard::quote(&from.display().to_string())
+    )
+}
+
+/// A word of an `Exec*=` line: systemd splits on spaces and reads quotes and backslashes
+/// (systemd.syntax), expands `%` specifiers and `$` variables; each is escaped.
+fn exec_word(w: &str) -> String {
+    let escaped = unit_value(w).replace('$', "$$");
+    let plain = !escaped.is_empty()
+        && escaped.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=@%+-,$".contains(c));
+    if plain { escaped } else { format!("\"{}\"", escaped.replace('\\', "\\\\").replace('"', "\\\"")) }
+}
+
+/// A value where systemd expands `%` specifiers.
+fn unit_value(v: &str) -> String {
+    v.replace('%', "%%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_words_survive_systemd_parsing() {
+        assert_eq!(exec_word("/srv/out"), "/srv/out");
+        assert_eq!(exec_word("/srv/my site"), "\"/srv/my site\"");
+        assert_eq!(exec_word("100%"), "100%%");
+        assert_eq!(exec_word("a$b"), "a$$b");
+        assert_eq!(exec_word("say \"hi\""), "\"say \\\"hi\\\"\"");
+        assert_eq!(exec_word(""), "\"\"");
+    }
+}

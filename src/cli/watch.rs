@@ -1,0 +1,362 @@
+//! `lighten watch`: the conversion kept in step with Apache's files while the site runs.
+//!
+//! One step: load and convert as `convert` does; if the output is what the folder holds,
+//! nothing happens; else the new output is written to a staging folder inside the output
+//! folder and checked there (`lighttpd -tt`, `luac5.4 -p`, the preflight of every file
+//! and program it needs), then written file by file atomically, and the lighttpd running
+//! from it restarts gracefully.  A step that cannot write leaves the output in force: its
+//! .htaccess safety net answers 503 where a changed file is met, never the old answer.
+//! Steps run after filesystem events (notify: inotify) settle, so an editor's several
+//! writes are one change.
+
+use super::args::WatchArgs;
+use super::convert::absolute;
+use super::inspect::load_options;
+use crate::config::LoadOptions;
+use crate::run::lighttpd::{self, Restart};
+use crate::run::preflight::Level;
+use crate::settings::{Policy, Settings};
+use crate::watch::{self, Outcome, Record, Reload, Watched, Why};
+use crate::{plan, run};
+use notify::{EventKind, RecursiveMode, Watcher};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long a graceful restart may take before the step says it was not seen (lighttpd
+/// lets requests in progress finish first, `server.graceful-shutdown-timeout`, 8 s).
+const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
+/// The staging folder inside the output folder.
+const STAGING: &str = ".lighten-watch";
+/// A change is converted at the latest this long after its first event, however busy
+/// the folder stays.
+const SETTLE_MAX: Duration = Duration::from_millis(250);
+
+/// Everything a step needs, resolved once from flags and the settings file.
+struct Job {
+    config: PathBuf,
+    load: LoadOptions,
+    out_dir: PathBuf,
+    listen: Vec<String>,
+    runtime_dir: PathBuf,
+    php: Option<String>,
+    strict: bool,
+    color: bool,
+    json: bool,
+    /// The sites kept in step (`--vhost`), all when empty.
+    vhosts: Vec<String>,
+    /// Whether luac5.4 is installed (the Lua check is skipped, and said so, without it).
+    luac: bool,
+}
+
+/// What a step did, and what to watch after it.
+struct Step {
+    record: Record,
+    watched: Option<Watched>,
+    inexact: bool,
+}
+
+pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
+    let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
+        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
+    };
+    let out_dir = absolute(&out)?;
+    let runtime_dir = match a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone()) {
+        Some(d) => absolute(&d)?,
+        None => out_dir.join("run"),
+    };
+    let job = Job {
+        config: a.config.clone(),
+        load: load_options(&a.load),
+        out_dir,
+        listen: if a.listen.is_empty() {
+            settings.listen.clone().unwrap_or_default()
+        } else {
+            a.listen.clone()
+        },
+        runtime_dir,
+        php: a.php_backend.clone().or_else(|| settings.php_backend.clone()),
+        strict: a.strict || settings.approximations == Some(Policy::Refuse),
+        color,
+        json: a.json,
+        luac: which("luac5.4"),
+        vhosts: a.vhosts.clone(),
+    };
+    if !job.luac {
+        eprintln!(
+            "lighten watch: luac5.4 is not installed (apt-get install lua5.4): new Lua is not checked before it is written"
+        );
+    }
+    run::process::stop_softly_on_interrupt();
+    if a.once {
+        let first = job.step(Vec::new(), Vec::new(), Instant::now(), SystemTime::now());
+        job.log(&first.record);
+        return Ok(match first.record.outcome {
+            Outcome::Refused => 2,
+            _ if first.inexact => 1,
+            _ => 0,
+        });
+    }
+    // The files are watched before the first conversion reads them: whatever is written
+    // from then on is either in that conversion or an event after it.
+    let mut watched = job.watched().unwrap_or_else(|| job.fallback_watch());
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = job.watcher(&watched, tx.clone())?;
+    let first = job.step(Vec::new(), Vec::new(), Instant::now(), SystemTime::now());
+    job.log(&first.record);
+    if let Some(w) = first.watched
+        && w != watched
+    {
+        watched = w;
+        watcher = job.watcher(&watched, tx.clone())?;
+    }
+    let settle = Duration::from_millis(a.settle_ms);
+    // The change being gathered: paths, why, first and last event.
+    let mut pending: BTreeMap<PathBuf, Why> = BTreeMap::new();
+    let mut first_at: Option<(Instant, SystemTime)> = None;
+    let mut last_at = Instant::now();
+    while !run::process::interrupted() {
+        let wait = if first_at.is_some() {
+            settle.min(Duration::from_millis(200))
+        } else {
+            Duration::from_millis(200)
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Ok(ev)) => {
+                if std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some() {
+                    eprintln!("lighten watch: event {ev:?}");
+                }
+                if matches!(ev.kind, EventKind::Access(_) | EventKind::Other) && !ev.need_rescan() {
+                    continue;
+                }
+                let dir_event = matches!(
+                    ev.kind,
+                    EventKind::Create(notify::event::CreateKind::Folder)
+                        | EventKind::Remove(notify::event::RemoveKind::Folder)
+                );
+                for p in &ev.paths {
+                    if let Some(why) = watched.why(p, dir_event || p.is_dir()) {
+                        pending.entry(p.clone()).or_insert(why);
+                        first_at.get_or_insert((Instant::now(), SystemTime::now()));
+                        last_at = Instant::now();
+                    }
+                }
+                if ev.need_rescan() {
+                    // The kernel's queue overflowed: anything may have changed.
+                    pending.entry(job.out_dir.clone()).or_insert(Why::Folder);
+                    first_at.get_or_insert((Instant::now(), SystemTime::now()));
+                }
+            }
+            Ok(Err(e)) => eprintln!("lighten watch: {e}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let Some((t0, wall)) = first_at else { continue };
+        if last_at.elapsed() < settle && t0.elapsed() < SETTLE_MAX {
+            continue;
+        }
+        let mut why: Vec<Why> = pending.values().copied().collect();
+        why.sort();
+        why.dedup();
+        let changed: Vec<PathBuf> = std::mem::take(&mut pending).into_keys().collect();
+        first_at = None;
+        let step = job.step(changed, why, t0, wall);
+        job.log(&step.record);
+        if let Some(w) = step.watched
+            && w != watched
+        {
+            // Another file read, a new document root: watch what this conversion read.
+            watched = w;
+            watcher = job.watcher(&watched, tx.clone())?;
+        }
+    }
+    drop(watcher);
+    eprintln!("lighten watch: stopped");
+    Ok(0)
+}
+
+impl Job {
+    /// What the configuration, as it is now, makes watch watch.
+    fn watched(&self) -> Option<Watched> {
+        let (cfg, model) = super::convert::load_sites(&self.config, &self.load, &self.vhosts, false).ok()?;
+        Some(Watched::of(&cfg, &model, vec![self.out_dir.clone(), self.runtime_dir.clone()]))
+    }
+
+    /// Converts, checks and writes; `changed` is what the events named (empty at start).
+    fn step(&self, changed: Vec<PathBuf>, why: Vec<Why>, t0: Instant, wall: SystemTime) -> Step {
+        let mut record = Record {
+            time: watch::rfc3339(wall),
+            changed: changed.iter().map(|p| p.display().to_string()).collect(),
+            why,
+            outcome: Outcome::Refused,
+            reason: None,
+            counts: BTreeMap::new(),
+            findings: Vec::new(),
+            reload: Reload::None,
+            enforce_ms: 0,
+            convert_ms: 0,
+        };
+        let ms = |d: Duration| d.as_millis() as u64;
+        let (cfg, model) =
+            match super::convert::load_sites(&self.config, &self.load, &self.vhosts, self.color) {
+                Ok(x) => x,
+                Err(e) => {
+                    record.reason = Some(format!("{e:#}"));
+                    record.enforce_ms = ms(t0.elapsed());
+                    return Step { record, watched: None, inexact: true };
+                }
+            };
+        let ignored = vec![self.out_dir.clone(), self.runtime_dir.clone()];
+        let watched = Watched::of(&cfg, &model, ignored);
+        let prepared = super::convert::prepare_model(
+            &cfg,
+            &model,
+            &self.out_dir,
+            &self.listen,
+            Some(&self.runtime_dir),
+            self.php.as_deref(),
+        );
+        let conv = match prepared {
+            Ok(p) => p.conv,
+            Err(e) => {
+                record.reason = Some(format!("{e:#}"));
+                record.enforce_ms = ms(t0.elapsed());
+                return Step { record, watched: Some(watched), inexact: true };
+            }
+        };
+        record.convert_ms = ms(t0.elapsed());
+        record.counts = conv.report.counts.clone();
+        record.findings = watch::htaccess_errors(&cfg, &changed);
+        record.findings.extend(watch::findings_in(&conv.report, &changed));
+        let inexact = conv.report.inexact();
+        let done = |mut record: Record, outcome: Outcome, reason: Option<String>| {
+            record.outcome = outcome;
+            record.reason = reason;
+            record.enforce_ms = ms(t0.elapsed());
+            Step { record, watched: Some(watched.clone()), inexact }
+        };
+        if self.strict && inexact {
+            return done(
+                record,
+                Outcome::Refused,
+                Some("--strict, and some directives are not exact".into()),
+            );
+        }
+        let same = match plan::diff_files(&self.out_dir, &conv.files) {
+            Ok(changes) => changes.iter().all(|c| c.kind == plan::Kind::Same),
+            Err(e) => {
+                return done(
+                    record,
+                    Outcome::Refused,
+                    Some(format!("reading {}: {e}", self.out_dir.display())),
+                );
+            }
+        };
+        if same {
+            return done(record, Outcome::Unchanged, None);
+        }
+        if let Err(e) = self.check_staged(&conv) {
+            return done(record, Outcome::Refused, Some(e));
+        }
+        if let Err(e) = plan::apply(&self.out_dir, &conv.files)
+            .map_err(anyhow::Error::from)
+            .and_then(|_| super::convert::give_runtime_dir(&conv, &self.runtime_dir))
+        {
+            return done(
+                record,
+                Outcome::Refused,
+                Some(format!("writing {}: {e:#}", self.out_dir.display())),
+            );
+        }
+        record.reload = self.reload();
+        done(record, Outcome::Converted, None)
+    }
+
+    /// The new output written to the staging folder and checked there: what would keep
+    /// the running lighttpd from restarting on it, or break a request.
+    fn check_staged(&self, conv: &crate::translate::Conversion) -> Result<(), String> {
+        let staging = self.out_dir.join(STAGING);
+        let _ = std::fs::remove_dir_all(&staging);
+        let result = (|| {
+            crate::output::write_files(&staging, &conv.files)
+                .map_err(|e| format!("staging in {}: {e}", staging.display()))?;
+            let files: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| staging.join(rel)).collect();
+            if self.luac {
+                for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "lua")) {
+                    lighttpd::check_lua(f)?;
+                }
+            }
+            let problems = super::convert::check_setup(conv, files, &staging, &self.runtime_dir);
+            let errors: Vec<String> =
+                problems.iter().filter(|p| p.level == Level::Error).map(|p| p.line()).collect();
+            if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+        })();
+        let _ = std::fs::remove_dir_all(&staging);
+        result
+    }
+
+    /// Restarts the lighttpd running from the output, if one does.
+    fn reload(&self) -> Reload {
+        let conf = self.out_dir.join("lighttpd.conf");
+        let Some(pid) = lighttpd::running_from(&conf, &self.runtime_dir.join("lighttpd.pid")) else {
+            return Reload::NotRunning;
+        };
+        match lighttpd::graceful_restart(pid, &self.runtime_dir.join("error.log"), RESTART_TIMEOUT) {
+            Ok(Restart::Done) => Reload::Restarted { pid },
+            Ok(Restart::NotSeen) => Reload::Signalled { pid },
+            Err(e) => {
+                eprintln!("lighten watch: signalling lighttpd {pid}: {e}");
+                Reload::NotRunning
+            }
+        }
+    }
+
+    fn log(&self, r: &Record) {
+        eprintln!("lighten watch: {}", r.text());
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", r.json());
+            let _ = out.flush();
+        }
+    }
+
+    /// What to watch when the configuration could not be read at all: its file's folder,
+    /// or the folder given, so that fixing it is seen.
+    fn fallback_watch(&self) -> Watched {
+        let path = absolute(&self.config).unwrap_or_else(|_| self.config.clone());
+        let mut w =
+            Watched { ignored: vec![self.out_dir.clone(), self.runtime_dir.clone()], ..Watched::default() };
+        w.names.insert(".htaccess".into());
+        if path.is_dir() {
+            w.trees.insert(path.clone());
+            w.config_dirs.insert(path);
+        } else if let Some(d) = path.parent() {
+            w.config_files.insert(path.clone());
+            w.config_dirs.insert(d.to_path_buf());
+        }
+        w
+    }
+
+    fn watcher(
+        &self,
+        w: &Watched,
+        tx: mpsc::Sender<notify::Result<notify::Event>>,
+    ) -> anyhow::Result<notify::RecommendedWatcher> {
+        let mut watcher = notify::recommended_watcher(tx)?;
+        for d in &w.config_dirs {
+            if !w.trees.iter().any(|t| d.starts_with(t)) && d.is_dir() {
+                watcher.watch(d, RecursiveMode::NonRecursive)?;
+            }
+        }
+        for t in &w.trees {
+            watcher.watch(t, RecursiveMode::Recursive)?;
+        }
+        Ok(watcher)
+    }
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}

@@ -1,0 +1,348 @@
+//! `lighten watch` against a running converted site: the edits of `fixtures/watch/`
+//! (plugins and admins editing .htaccess while the site runs) made to the watched tree
+//! and to the tree a real Apache serves; after each, watch's JSON line must say the change
+//! converted, and the lighttpd started from the output (the `run:` line) must answer as
+//! Apache does on the edited tree.
+
+use crate::helpers::{lighten, servers_present};
+use lighten::run::{apache, observe, sandbox};
+use lighten::verify;
+use serde::Deserialize;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Deserialize)]
+struct Edits {
+    base: String,
+    server_name: String,
+    edit: Vec<Edit>,
+}
+
+#[derive(Deserialize)]
+struct Edit {
+    name: String,
+    file: String,
+    content: Option<String>,
+    append: Option<String>,
+    #[serde(default)]
+    original: bool,
+    #[serde(default)]
+    also: Vec<Also>,
+    /// The changed file a finding of the record must point into.
+    finding: Option<String>,
+    requests: String,
+}
+
+#[derive(Deserialize)]
+struct Also {
+    path: String,
+    text: String,
+}
+
+/// A child killed (its whole process group) when the test ends, also on failure.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let pid = self.0.id() as i32;
+        // SAFETY: signals to a process group this test started.
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Killed {
+    use std::os::unix::process::CommandExt;
+    Killed(cmd.process_group(0).spawn().expect("starts"))
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    let st = Command::new("cp").arg("-a").arg(from).arg(to).status().expect("cp runs");
+    assert!(st.success());
+}
+
+/// Writes the edit into the watched tree and into Apache's copy, where absolute paths of
+/// password files point into the copy (as the sandbox does for the files it copied).
+fn apply(edit: &Edit, base: &Path, site: &Path, apache_copy: &apache::PathMap) {
+    let root = apache_copy.root.clone().unwrap();
+    for (tree, map) in [(site, None), (root.as_path(), Some(apache_copy))] {
+        for a in &edit.also {
+            let p = tree.join(&a.path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, &a.text).unwrap();
+        }
+        let target = tree.join(&edit.file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let text = if let Some(c) = &edit.content {
+            std::fs::read_to_string(Path::new("fixtures/watch/files").join(c)).unwrap()
+        } else if let Some(text) = &edit.append {
+            std::fs::read_to_string(&target).unwrap_or_default() + text
+        } else if edit.original {
+            std::fs::read_to_string(base.join(&edit.file)).unwrap()
+        } else {
+            panic!("{}: the edit writes nothing", edit.name);
+        };
+        let text = match map {
+            None => text,
+            Some(m) => text
+                .lines()
+                .map(|l| match l.strip_prefix("AuthUserFile ") {
+                    Some(p) => format!("AuthUserFile \"{}\"", m.map(p.trim_matches('"'))),
+                    None => l.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        std::fs::write(&target, text).unwrap();
+    }
+}
+
+/// The next record of watch's JSON lines naming `file` among what changed.
+fn record_for(rx: &mpsc::Receiver<serde_json::Value>, file: &Path, name: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let want = file.display().to_string();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let r = rx.recv_timeout(left).unwrap_or_else(|_| panic!("{name}: watch logged nothing for {want}"));
+        let named =
+            r["changed"].as_array().is_some_and(|c| c.iter().any(|p| p.as_str() == Some(want.as_str())));
+        if named {
+            return r;
+        }
+    }
+}
+
+#[test]
+fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
+    if !servers_present() {
+        return;
+    }
+    let edits: Edits =
+        toml::from_str(&std::fs::read_to_string("fixtures/watch/edits.toml").unwrap()).unwrap();
+    let base = Path::new("fixtures").join(&edits.base);
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // lighttpd and Apache drop to www-data when the test runs as root.
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let site = tmp.path().join("site");
+    copy_tree(&base, &site);
+    let docroot = site.join("var/www/html");
+    let load = lighten::config::LoadOptions {
+        sysroot: lighten::source::Sysroot::at(&site),
+        server_name: edits.server_name.clone(),
+        ..lighten::config::LoadOptions::default()
+    };
+
+    // Apache on its own copy of the tree, with PHP in echo mode; lighttpd gets the same PHP.
+    let cfg = lighten::config::load(&docroot, &load).unwrap();
+    let sb = sandbox::Sandbox::new("lighten-watch-test-").unwrap();
+    let a = apache::start(&cfg, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None }).unwrap();
+    let apache_root = a.root.clone().expect("Apache serves a copy");
+    let aport = a.http_port().unwrap();
+    let php = format!("127.0.0.1:{}", a.php.as_ref().expect("a PHP backend").port);
+
+    let out = tmp.path().join("out");
+    let lport = sandbox::free_port().unwrap();
+    let listen = format!("127.0.0.1:{lport}");
+    let (site_s, docroot_s, out_s) =
+        (site.display().to_string(), docroot.display().to_string(), out.display().to_string());
+    let args = [
+        "--sysroot",
+        &site_s,
+        &docroot_s,
+        "--server-name",
+        &edits.server_name,
+        "--out",
+        &out_s,
+        "--listen",
+        &listen,
+        "--php-backend",
+        &php,
+    ];
+    let conv = lighten(&[&["convert"], &args[..]].concat());
+    assert!(conv.code <= 1, "{}", conv.transcript());
+    // The run: line, as printed.
+    let run = conv.stdout.lines().find_map(|l| l.strip_prefix("run: ")).expect("a run: line").to_string();
+    let words: Vec<&str> = run.split_whitespace().collect();
+    let _lighttpd = spawn(Command::new(words[0]).args(&words[1..]).stdout(Stdio::null()));
+    assert!(sandbox::wait_for_port(lport, Duration::from_secs(10)), "lighttpd listens");
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_lighten"));
+    watch.arg("watch").args(args).arg("--json").stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = spawn(&mut watch);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let start = rx.recv_timeout(Duration::from_secs(20)).expect("watch starts");
+    assert_eq!(start["outcome"], "unchanged", "convert just wrote the output: {start}");
+
+    let paths_a = apache::PathMap { root: Some(apache_root.clone()) };
+    let paths_l = apache::PathMap { root: Some(site.clone()) };
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for edit in &edits.edit {
+        apply(edit, &base, &site, &paths_a);
+        let r = record_for(&rx, &site.join(&edit.file), &edit.name);
+        assert_eq!(r["outcome"], "converted", "{}: {r}", edit.name);
+        assert!(matches!(r["reload"]["kind"].as_str(), Some("restarted")), "{}: {r}", edit.name);
+        if let Some(f) = &edit.finding {
+            let at = site.join(f).display().to_string();
+            let found =
+                r["findings"].as_array().unwrap().iter().any(|x| x["at"].as_str().unwrap().starts_with(&at));
+            assert!(found, "{}: a finding in {at}: {r}", edit.name);
+        }
+        // The evaluator on the edited tree says which file a body should be.
+        let mut cfg = lighten::config::load(&docroot, &load).unwrap();
+        let (model, _) = lighten::model::build(&mut cfg);
+        for req in lighten::eval::request::parse_file(&edit.requests).unwrap() {
+            let headers: Vec<(String, String)> =
+                std::iter::once(("Host".to_string(), edits.server_name.clone()))
+                    .chain(req.headers.iter().cloned())
+                    .collect();
+            let sent = verify::Sent::new(&req, &edits.server_name, headers);
+            let mut r = req.clone();
+            r.host = req.host_header(&edits.server_name);
+            let ev = lighten::eval::evaluate(&model, &cfg.sysroot, &r, 80);
+            let ra = verify::send(aport, false, &sent).unwrap();
+            let rl = verify::send(lport, false, &sent).unwrap();
+            let head = req.method == "HEAD";
+            let sa = observe::observe(&ra, &paths_a, &cfg.sysroot, Some(&ev.outcome), head);
+            let sl = observe::observe(&rl, &paths_l, &cfg.sysroot, Some(&ev.outcome), head);
+            let d = verify::compare(&ra, &rl, &sa.served, &sl.served, &[], head);
+            compared += 1;
+            if !d.is_empty() {
+                failures.push(format!(
+                    "{}: {}: Apache {} lighttpd {}: {d:?}",
+                    edit.name,
+                    req.to_line(),
+                    ra.status,
+                    rl.status
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {compared} answers differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(compared >= 30, "{compared} requests compared");
+    drop(child);
+    drop(a);
+}
+
+/// The words of a unit's `KEY=` line (the paths lighten writes need no systemd quoting).
+fn unit_line(text: &str, key: &str) -> Vec<String> {
+    let line = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(key))
+        .rfind(|v| !v.is_empty())
+        .unwrap_or_else(|| panic!("no {key} in\n{text}"));
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
+    if !servers_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let site = tmp.path().join("site");
+    copy_tree(Path::new("fixtures/wordpress"), &site);
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let (site_s, out_s, listen) =
+        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
+    let docroot = format!("{site_s}/var/www/html");
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        &site_s,
+        "--server-name",
+        "example.test",
+        &docroot,
+        "--out",
+        &out_s,
+        "--listen",
+        &listen,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let install = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("as services (root): "))
+        .unwrap_or_else(|| panic!("no service line\n{}", r.transcript()));
+    assert_eq!(
+        install,
+        format!(
+            "cp -r {out_s}/systemd/. /etc/systemd/system/ && systemctl daemon-reload && systemctl enable --now lighten-watch.service"
+        )
+    );
+    // The install, into a stand-in for /etc/systemd/system (nothing here touches /etc, and
+    // no systemd runs as PID 1 to reload): the copy as printed, the enable offline.
+    let etc = tmp.path().join("root/etc/systemd/system");
+    std::fs::create_dir_all(&etc).unwrap();
+    let cp =
+        install.split(" && ").next().unwrap().replace("/etc/systemd/system/", &format!("{}/", etc.display()));
+    assert!(Command::new("sh").args(["-c", &cp]).status().unwrap().success(), "{cp}");
+    let enable = Command::new("systemctl")
+        .arg(format!("--root={}", tmp.path().join("root").display()))
+        .args(["enable", "lighten-watch.service"])
+        .output()
+        .unwrap();
+    assert!(enable.status.success(), "{}", String::from_utf8_lossy(&enable.stderr));
+    assert!(etc.join("multi-user.target.wants/lighten-watch.service").symlink_metadata().is_ok());
+    // systemd reads both, with the packaged lighttpd.service under the drop-in.
+    let v = Command::new("systemd-analyze")
+        .args(["verify", "lighttpd.service", "lighten-watch.service"])
+        .env("SYSTEMD_UNIT_PATH", format!("{}:/lib/systemd/system", etc.display()))
+        .output()
+        .expect("systemd-analyze runs (scripts/setup.sh installs systemd)");
+    assert!(
+        v.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
+    );
+
+    // What the units run, runs: lighttpd's check and start from the drop-in, then the
+    // watch service's command, which finds the output current.
+    let drop_in = std::fs::read_to_string(etc.join("lighttpd.service.d/lighten.conf")).unwrap();
+    let pre = unit_line(&drop_in, "ExecStartPre=");
+    assert!(Command::new(&pre[0]).args(&pre[1..]).status().unwrap().success(), "{pre:?}");
+    let exec = unit_line(&drop_in, "ExecStart=");
+    let _lighttpd = spawn(Command::new(&exec[0]).args(&exec[1..]).stdout(Stdio::null()));
+    assert!(sandbox::wait_for_port(port, Duration::from_secs(10)), "lighttpd listens");
+    let unit = std::fs::read_to_string(etc.join("lighten-watch.service")).unwrap();
+    let watch = unit_line(&unit, "ExecStart=");
+    let mut once = Command::new(&watch[0]);
+    once.args(&watch[1..]).arg("--once");
+    let o = once.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("start: the conversion is the same, nothing to do"), "{err}");
+}
