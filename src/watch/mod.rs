@@ -63,9 +63,16 @@ impl Watched {
                 w.trees.insert(host);
             }
         }
-        // A tree inside another is watched by it.
-        let all: Vec<PathBuf> = w.trees.iter().cloned().collect();
-        w.trees.retain(|t| !all.iter().any(|o| o != t && t.starts_with(o)));
+        // A tree inside another is watched by it. Paths order by components, so a folder's
+        // descendants follow it: one pass keeps the outermost.
+        let mut outer: Option<PathBuf> = None;
+        w.trees.retain(|t| {
+            if outer.as_ref().is_some_and(|o| t.starts_with(o)) {
+                return false;
+            }
+            outer = Some(t.clone());
+            true
+        });
         w.names = model.access_names.iter().cloned().collect();
         w.names.insert(".htaccess".into());
         w
@@ -81,7 +88,8 @@ impl Watched {
             return Some(Why::ServerConfig);
         }
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let in_tree = self.trees.iter().any(|t| path.starts_with(t));
+        // By the path's folders (a server has a tree per account).
+        let in_tree = path.ancestors().any(|a| self.trees.contains(a));
         if in_tree && self.names.contains(&name) {
             return Some(Why::AccessFile);
         }

@@ -29,6 +29,12 @@ struct Edit {
     append: Option<String>,
     #[serde(default)]
     original: bool,
+    /// The file is deleted.
+    #[serde(default)]
+    remove: bool,
+    /// Written as editors do: a temporary file beside it, renamed over it.
+    #[serde(default)]
+    via_rename: bool,
     #[serde(default)]
     also: Vec<Also>,
     /// The changed file a finding of the record must point into.
@@ -88,6 +94,10 @@ fn apply(edit: &Edit, base: &Path, site: &Path, apache_copy: &apache::PathMap) {
         }
         let target = tree.join(&edit.file);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        if edit.remove {
+            std::fs::remove_file(&target).unwrap();
+            continue;
+        }
         let text = if let Some(c) = &edit.content {
             std::fs::read_to_string(Path::new("fixtures/watch/files").join(c)).unwrap()
         } else if let Some(text) = &edit.append {
@@ -108,7 +118,13 @@ fn apply(edit: &Edit, base: &Path, site: &Path, apache_copy: &apache::PathMap) {
                 .collect::<Vec<_>>()
                 .join("\n"),
         };
-        std::fs::write(&target, text).unwrap();
+        if edit.via_rename {
+            let tmp = target.with_file_name(".htaccess.swp-lighten-test");
+            std::fs::write(&tmp, text).unwrap();
+            std::fs::rename(&tmp, &target).unwrap();
+        } else {
+            std::fs::write(&target, text).unwrap();
+        }
     }
 }
 

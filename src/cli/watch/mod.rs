@@ -6,8 +6,10 @@
 //! and program it needs), then written file by file atomically, and the lighttpd running
 //! from it restarts gracefully.  A step that cannot write leaves the output in force: its
 //! .htaccess safety net answers 503 where a changed file is met, never the old answer.
-//! Steps run after filesystem events (notify: inotify) settle, so an editor's several
+//! Steps run after filesystem events (inotify, `tree.rs`) settle, so an editor's several
 //! writes are one change.
+
+mod tree;
 
 use super::args::WatchArgs;
 use super::convert::absolute;
@@ -18,11 +20,10 @@ use crate::run::preflight::Level;
 use crate::settings::{Policy, Settings};
 use crate::watch::{self, Outcome, Record, Reload, Watched, Why};
 use crate::{plan, run};
-use notify::{EventKind, RecursiveMode, Watcher};
+use anyhow::Context;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long a graceful restart may take before the step says it was not seen (lighttpd
@@ -102,56 +103,46 @@ pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32
     // The files are watched before the first conversion reads them: whatever is written
     // from then on is either in that conversion or an event after it.
     let mut watched = job.watched().unwrap_or_else(|| job.fallback_watch());
-    let (tx, rx) = mpsc::channel();
-    let mut watcher = job.watcher(&watched, tx.clone())?;
+    let mut trees = job.watcher(&watched)?;
     let first = job.step(Vec::new(), Vec::new(), Instant::now(), SystemTime::now());
     job.log(&first.record);
     if let Some(w) = first.watched
         && w != watched
     {
         watched = w;
-        watcher = job.watcher(&watched, tx.clone())?;
+        trees = job.watcher(&watched)?;
     }
     let settle = Duration::from_millis(a.settle_ms);
     // The change being gathered: paths, why, first and last event.
     let mut pending: BTreeMap<PathBuf, Why> = BTreeMap::new();
     let mut first_at: Option<(Instant, SystemTime)> = None;
     let mut last_at = Instant::now();
+    let debug = std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some();
     while !run::process::interrupted() {
         let wait = if first_at.is_some() {
             settle.min(Duration::from_millis(200))
         } else {
             Duration::from_millis(200)
         };
-        match rx.recv_timeout(wait) {
-            Ok(Ok(ev)) => {
-                if std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some() {
-                    eprintln!("lighten watch: event {ev:?}");
-                }
-                if matches!(ev.kind, EventKind::Access(_) | EventKind::Other) && !ev.need_rescan() {
-                    continue;
-                }
-                let dir_event = matches!(
-                    ev.kind,
-                    EventKind::Create(notify::event::CreateKind::Folder)
-                        | EventKind::Remove(notify::event::RemoveKind::Folder)
-                );
-                for p in &ev.paths {
-                    if let Some(why) = watched.why(p, dir_event || p.is_dir()) {
-                        pending.entry(p.clone()).or_insert(why);
-                        first_at.get_or_insert((Instant::now(), SystemTime::now()));
-                        last_at = Instant::now();
-                    }
-                }
-                if ev.need_rescan() {
-                    // The kernel's queue overflowed: anything may have changed.
-                    pending.entry(job.out_dir.clone()).or_insert(Why::Folder);
-                    first_at.get_or_insert((Instant::now(), SystemTime::now()));
-                }
+        let mut overflow = false;
+        let seen = trees.wait(wait, &mut overflow)?;
+        for ev in &seen {
+            if debug {
+                eprintln!("lighten watch: event {ev:?}");
             }
-            Ok(Err(e)) => eprintln!("lighten watch: {e}"),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            if let Some(why) = watched.why(&ev.path, ev.dir) {
+                pending.entry(ev.path.clone()).or_insert(why);
+                first_at.get_or_insert((Instant::now(), SystemTime::now()));
+                last_at = Instant::now();
+            }
+        }
+        if overflow {
+            // The kernel's queue overflowed: anything may have changed.
+            eprintln!(
+                "lighten watch: the kernel dropped events (fs.inotify.max_queued_events): converting again"
+            );
+            pending.entry(job.out_dir.clone()).or_insert(Why::Folder);
+            first_at.get_or_insert((Instant::now(), SystemTime::now()));
         }
         let Some((t0, wall)) = first_at else { continue };
         if last_at.elapsed() < settle && t0.elapsed() < SETTLE_MAX {
@@ -168,11 +159,12 @@ pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32
             && w != watched
         {
             // Another file read, a new document root: watch what this conversion read.
+            // The new watches exist before the old ones go, so nothing falls between.
             watched = w;
-            watcher = job.watcher(&watched, tx.clone())?;
+            trees = job.watcher(&watched)?;
         }
     }
-    drop(watcher);
+    drop(trees);
     eprintln!("lighten watch: stopped");
     Ok(0)
 }
@@ -244,26 +236,26 @@ impl Job {
                 Some("--strict, and some directives are not exact".into()),
             );
         }
-        let same = match plan::diff_files(&self.out_dir, &conv.files) {
-            Ok(changes) => changes.iter().all(|c| c.kind == plan::Kind::Same),
-            Err(e) => {
-                return done(
-                    record,
-                    Outcome::Refused,
-                    Some(format!("reading {}: {e}", self.out_dir.display())),
-                );
-            }
-        };
-        if same {
+        // Only what differs is checked and written (a server's site data can be tens of
+        // megabytes; a byte comparison, no diff).
+        let changed: Vec<(PathBuf, String)> = conv
+            .files
+            .iter()
+            .filter(|(rel, text)| !same_bytes(&self.out_dir.join(rel), text))
+            .cloned()
+            .collect();
+        if changed.is_empty() {
             return done(record, Outcome::Unchanged, None);
         }
-        if let Err(e) = self.check_staged(&conv) {
+        // The runtime folder (created, and given to lighttpd's user) is what the checks
+        // look at too.
+        if let Err(e) = super::convert::give_runtime_dir(&conv, &self.runtime_dir) {
+            return done(record, Outcome::Refused, Some(format!("{e:#}")));
+        }
+        if let Err(e) = self.check_staged(&conv, &changed) {
             return done(record, Outcome::Refused, Some(e));
         }
-        if let Err(e) = plan::apply(&self.out_dir, &conv.files)
-            .map_err(anyhow::Error::from)
-            .and_then(|_| super::convert::give_runtime_dir(&conv, &self.runtime_dir))
-        {
+        if let Err(e) = plan::apply(&self.out_dir, &changed) {
             return done(
                 record,
                 Outcome::Refused,
@@ -274,24 +266,35 @@ impl Job {
         done(record, Outcome::Converted, None)
     }
 
-    /// The new output written to the staging folder and checked there: what would keep
-    /// the running lighttpd from restarting on it, or break a request.
-    fn check_staged(&self, conv: &crate::translate::Conversion) -> Result<(), String> {
+    /// The files that change written to the staging folder and checked there: what would
+    /// keep the running lighttpd from restarting on them, or break a request. lighttpd.conf,
+    /// when it changes, gets `lighttpd -tt` and the preflight of everything it needs.
+    fn check_staged(
+        &self,
+        conv: &crate::translate::Conversion,
+        changed: &[(PathBuf, String)],
+    ) -> Result<(), String> {
         let staging = self.out_dir.join(STAGING);
         let _ = std::fs::remove_dir_all(&staging);
         let result = (|| {
-            crate::output::write_files(&staging, &conv.files)
+            crate::output::write_files(&staging, changed)
                 .map_err(|e| format!("staging in {}: {e}", staging.display()))?;
-            let files: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| staging.join(rel)).collect();
             if self.luac {
-                for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "lua")) {
-                    lighttpd::check_lua(f)?;
+                for (rel, _) in changed.iter().filter(|(rel, _)| rel.extension().is_some_and(|e| e == "lua"))
+                {
+                    lighttpd::check_lua(&staging.join(rel)).map_err(|e| format!("{}: {e}", rel.display()))?;
                 }
             }
-            let problems = super::convert::check_setup(conv, files, &staging, &self.runtime_dir);
-            let errors: Vec<String> =
-                problems.iter().filter(|p| p.level == Level::Error).map(|p| p.line()).collect();
-            if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+            if changed.iter().any(|(rel, _)| rel.as_os_str() == "lighttpd.conf") {
+                let files: Vec<PathBuf> = changed.iter().map(|(rel, _)| staging.join(rel)).collect();
+                let problems = super::convert::check_setup(conv, files, &staging, &self.runtime_dir);
+                let errors: Vec<String> =
+                    problems.iter().filter(|p| p.level == Level::Error).map(|p| p.line()).collect();
+                if !errors.is_empty() {
+                    return Err(errors.join("; "));
+                }
+            }
+            Ok(())
         })();
         let _ = std::fs::remove_dir_all(&staging);
         result
@@ -339,22 +342,24 @@ impl Job {
         w
     }
 
-    fn watcher(
-        &self,
-        w: &Watched,
-        tx: mpsc::Sender<notify::Result<notify::Event>>,
-    ) -> anyhow::Result<notify::RecommendedWatcher> {
-        let mut watcher = notify::recommended_watcher(tx)?;
+    fn watcher(&self, w: &Watched) -> anyhow::Result<tree::Trees> {
+        let mut t = tree::Trees::new().context("starting inotify")?;
         for d in &w.config_dirs {
             if !w.trees.iter().any(|t| d.starts_with(t)) && d.is_dir() {
-                watcher.watch(d, RecursiveMode::NonRecursive)?;
+                t.watch_dir(d).with_context(|| format!("watching {}", d.display()))?;
             }
         }
-        for t in &w.trees {
-            watcher.watch(t, RecursiveMode::Recursive)?;
+        for root in &w.trees {
+            t.watch_tree(root).with_context(|| format!("watching {}", root.display()))?;
         }
-        Ok(watcher)
+        Ok(t)
     }
+}
+
+/// Whether the file at `path` holds exactly `text`.
+fn same_bytes(path: &std::path::Path, text: &str) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() == text.len() as u64)
+        && std::fs::read(path).is_ok_and(|b| b == text.as_bytes())
 }
 
 fn which(cmd: &str) -> bool {
