@@ -143,7 +143,7 @@ def enforce(a):
         print(f"  watch's own enforce_ms: median {statistics.median(reported):.0f}, max {max(reported):.0f}")
         failed = bench.get("failed", bench.get("failed_requests"))
         print(f"  meanwhile {bench.get('complete', bench.get('complete_requests'))} keep-alive requests to "
-              f"robots.txt, failed: {failed}, non-2xx: {bench.get('non_2xx', bench.get('non_2xx_responses'))}")
+              f"robots.txt, failed: {failed} {bench.get('failures')}, non-2xx: {bench.get('non_2xx')}")
     finally:
         if load:
             load.kill()
