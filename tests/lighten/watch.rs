@@ -362,3 +362,90 @@ fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("start: the conversion is the same, nothing to do"), "{err}");
 }
+
+#[test]
+fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
+    if !servers_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let site = tmp.path().join("site");
+    copy_tree(Path::new("fixtures/wordpress"), &site);
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let (site_s, out_s, listen) =
+        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
+    let docroot = format!("{site_s}/var/www/html");
+    let args = [
+        "--sysroot",
+        &site_s,
+        "--server-name",
+        "example.test",
+        &docroot,
+        "--out",
+        &out_s,
+        "--listen",
+        &listen,
+    ];
+    let r = lighten(&[&["convert"], &args[..]].concat());
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let run = r.stdout.lines().find_map(|l| l.strip_prefix("run: ")).unwrap().to_string();
+    let words: Vec<&str> = run.split_whitespace().collect();
+    let _lighttpd = spawn(Command::new(words[0]).args(&words[1..]).stdout(Stdio::null()));
+    assert!(sandbox::wait_for_port(port, Duration::from_secs(10)));
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_lighten"));
+    watch.arg("watch").args(args).args(["--strict", "--json"]).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = spawn(&mut watch);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+        }
+    });
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap()["outcome"], "unchanged");
+    let css = "/wp-content/themes/twentytwentyfour/style.css";
+    let get = |path: &str| {
+        let req = lighten::eval::request::parse_file(&format!("GET {path}\n")).unwrap().remove(0);
+        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
+        verify::send(port, false, &sent).unwrap().status
+    };
+    assert_eq!(get(css), 200);
+    // A directive the translation does not carry exactly (Header edit): --strict refuses
+    // the change, the output in force stays, and its safety net refuses what meets it.
+    let file = site.join("var/www/html/wp-content/themes/.htaccess");
+    std::fs::write(&file, "Header edit X-Powered-By PHP Lighttpd\n").unwrap();
+    let rec = record_for(&rx, &file, "Header edit under --strict");
+    assert_eq!(rec["outcome"], "refused", "{rec}");
+    assert!(rec["reason"].as_str().unwrap().contains("--strict"), "{rec}");
+    assert_eq!(rec["reload"]["kind"], "none", "{rec}");
+    // The safety net looks at each folder once a second at most.
+    let deadline = Instant::now() + Duration::from_millis(2500);
+    let mut seen = Vec::new();
+    loop {
+        let st = get(css);
+        seen.push(st);
+        if st == 503 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the changed .htaccess is met: 503, never the old answer: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(get("/robots.txt"), 200, "the rest of the site keeps serving");
+    // Removed again: converted, and served as before.
+    std::fs::remove_file(&file).unwrap();
+    let rec = record_for(&rx, &file, "the .htaccess removed");
+    assert!(matches!(rec["outcome"].as_str(), Some("converted" | "unchanged")), "{rec}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get(css) != 200 {
+        assert!(Instant::now() < deadline, "served again after the removal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
