@@ -432,7 +432,11 @@ impl Worker<'_> {
             c.len += n;
             match self.consume(i) {
                 Ok(Progress::More) => {}
-                Ok(Progress::Done { keep_alive }) => return self.finish(i, now, keep_alive),
+                // A close that came with the answer's last bytes has no event of its own
+                // after this one: the connection is not kept (a request written on it
+                // would wait for an answer that never comes; lighttpd closes idle
+                // keep-alive connections this way on a graceful restart).
+                Ok(Progress::Done { keep_alive }) => return self.finish(i, now, keep_alive && !closing),
                 Err(_) => return self.fail(i, Fail::Exceptions, now),
             }
             // A short read emptied the socket: Linux signals the next bytes (or the

@@ -24,6 +24,10 @@ enum Answer {
     Garbage,
     /// Answers after 300 ms.
     Stall,
+    /// Answers in full without `Connection: close`, then closes its side at once and
+    /// reads on, discarding, for a while (lighttpd's lingering close of an idle
+    /// keep-alive connection during a graceful restart).
+    Linger,
 }
 
 struct Server {
@@ -80,13 +84,22 @@ fn serve(conn: TcpStream, counter: &AtomicU64, script: Script) {
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
         let (bytes, end) = match answer {
-            Answer::Ok | Answer::Stall => ([head("200 OK", BODY.len()).as_bytes(), BODY].concat(), close),
+            Answer::Ok | Answer::Stall | Answer::Linger => {
+                ([head("200 OK", BODY.len()).as_bytes(), BODY].concat(), close)
+            }
             Answer::NotFound => ([head("404 Not Found", 9).as_bytes(), b"not found"].concat(), close),
             Answer::Longer => ([head("200 OK", 25).as_bytes(), BODY, b"12345"].concat(), close),
             Answer::Short => ([head("200 OK", 100).as_bytes(), &BODY[..10]].concat(), true),
             Answer::Garbage => (b"HTTZ/9 what\r\n\r\n".to_vec(), true),
         };
         if out.write_all(&bytes).is_err() || end {
+            return;
+        }
+        if let Answer::Linger = answer {
+            let _ = out.shutdown(std::net::Shutdown::Write);
+            let _ = reader.get_ref().set_read_timeout(Some(std::time::Duration::from_millis(500)));
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut reader, &mut sink);
             return;
         }
     }
@@ -124,6 +137,19 @@ fn the_server_receives_exactly_the_requests_reported() {
     assert_eq!(code, 0, "{err}");
     let (done, seen) = (v["complete"].as_u64().unwrap(), s.seen.load(Ordering::SeqCst));
     assert!(done > 0 && seen >= done && seen <= done + 3, "reported {done}, server saw {seen}");
+}
+
+/// A server that closes a kept-alive connection right after an answer (lighttpd on a
+/// graceful restart): the next request goes on a new connection, none waits for an
+/// answer that cannot come (before, each such close cost a timeout).
+#[test]
+fn a_connection_closed_with_its_last_answer_is_not_reused() {
+    let s = server(|i| if i % 5 == 4 { Answer::Linger } else { Answer::Ok });
+    let (code, v, err) = json(&["bench", "-n", "300", "-c", "4", "-k", "-s", "2", "--json", &s.url]);
+    assert_eq!(code, 0, "{err}\n{v}");
+    assert_eq!(v["complete"], 300);
+    assert_eq!(v["failed"], 0, "{v}");
+    assert_eq!(v["failures"]["timeout"], 0, "{v}");
 }
 
 /// Every tenth request is answered with each kind of trouble: the report counts each
