@@ -278,6 +278,17 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
 /// connections. `port` must be the configuration's `server.port`. Errors carry lighttpd's
 /// own words: its `-tt` output, or the tail of its stderr and error log.
 pub fn start(conf: &Path, sandbox: &Sandbox, port: u16) -> io::Result<RunningLighttpd> {
+    start_with(conf, sandbox, port, false)
+}
+
+/// [`start`] for a caller that only sends requests and treats any failure to answer as
+/// a failure (`lighten watch`'s check): returned as soon as the port accepts, without the
+/// pause that lets a failure after binding show.
+pub fn start_quick(conf: &Path, sandbox: &Sandbox, port: u16) -> io::Result<RunningLighttpd> {
+    start_with(conf, sandbox, port, true)
+}
+
+fn start_with(conf: &Path, sandbox: &Sandbox, port: u16, quick: bool) -> io::Result<RunningLighttpd> {
     check_config(conf).map_err(io::Error::other)?;
     let text = std::fs::read_to_string(conf)?;
     let error_log = error_log_path(&text).map(|p| sandbox.path().join(p));
@@ -301,7 +312,7 @@ pub fn start(conf: &Path, sandbox: &Sandbox, port: u16) -> io::Result<RunningLig
         backends: Vec::new(),
         stopped: false,
     };
-    let why = wait_ready(&mut running, taken);
+    let why = wait_ready(&mut running, taken, quick);
     match why {
         None => {
             // mod_fastcgi has spawned its `bin-path` backends by now (just after the
@@ -323,7 +334,7 @@ pub fn start(conf: &Path, sandbox: &Sandbox, port: u16) -> io::Result<RunningLig
 }
 
 /// `None` once the server accepts connections; otherwise why it does not.
-fn wait_ready(l: &mut RunningLighttpd, port_taken: bool) -> Option<String> {
+fn wait_ready(l: &mut RunningLighttpd, port_taken: bool, quick: bool) -> Option<String> {
     let deadline = Instant::now() + START_TIMEOUT;
     let addr = l.addr();
     loop {
@@ -340,10 +351,12 @@ fn wait_ready(l: &mut RunningLighttpd, port_taken: bool) -> Option<String> {
         if !port_taken && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             // lighttpd binds before it opens its error log and drops privileges: give a
             // failure there a moment to show.
-            std::thread::sleep(Duration::from_millis(100));
+            if !quick {
+                std::thread::sleep(Duration::from_millis(100));
+            }
             return l.child.exited().map(|s| format!("it exited with {s}"));
         }
-        std::thread::sleep(Duration::from_millis(25));
+        std::thread::sleep(Duration::from_millis(if quick { 2 } else { 25 }));
     }
 }
 

@@ -179,6 +179,9 @@ pub struct Record {
     /// Approximated, unsupported and failed directives in the changed files.
     pub findings: Vec<Finding>,
     pub reload: Reload,
+    /// Requests derived for the changed files that the new output answered, in a
+    /// sandbox, before it was written (a fail-open among them refuses the change).
+    pub checked: usize,
     /// From the first event to the new output in force (written and, when lighttpd was
     /// running, restarted), in milliseconds; for a refusal, to the refusal.
     pub enforce_ms: u64,
@@ -195,6 +198,9 @@ impl Record {
             Outcome::Converted => {
                 let counts: Vec<String> = self.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
                 s.push_str(&format!("converted ({})", counts.join(", ")));
+                if self.checked > 0 {
+                    s.push_str(&format!(", {} answers checked against Apache's", self.checked));
+                }
                 match &self.reload {
                     Reload::Restarted { pid } => {
                         s.push_str(&format!(", lighttpd {pid} restarted gracefully"))

@@ -225,6 +225,9 @@ fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
         let r = record_for(&rx, &site.join(&edit.file), &edit.name);
         assert_eq!(r["outcome"], "converted", "{}: {r}", edit.name);
         assert!(matches!(r["reload"]["kind"].as_str(), Some("restarted")), "{}: {r}", edit.name);
+        // The new output answered the requests derived for the change before it was written
+        // (every edit here reaches a rule or a folder those requests meet).
+        assert!(r["checked"].as_u64().unwrap() > 0, "{}: {r}", edit.name);
         if let Some(f) = &edit.finding {
             let at = site.join(f).display().to_string();
             let found =

@@ -187,6 +187,7 @@ impl Job {
             counts: BTreeMap::new(),
             findings: Vec::new(),
             reload: Reload::None,
+            checked: 0,
             enforce_ms: 0,
             convert_ms: 0,
         };
@@ -255,6 +256,10 @@ impl Job {
         if let Err(e) = self.check_staged(&conv, &changed) {
             return done(record, Outcome::Refused, Some(e));
         }
+        match self.check_answers(&cfg, &model, &record.changed) {
+            Ok(n) => record.checked = n,
+            Err(e) => return done(record, Outcome::Refused, Some(e)),
+        }
         if let Err(e) = plan::apply(&self.out_dir, &changed) {
             return done(
                 record,
@@ -298,6 +303,104 @@ impl Job {
         })();
         let _ = std::fs::remove_dir_all(&staging);
         result
+    }
+
+    /// The new output answering the requests derived from the configuration whose
+    /// evaluation meets a changed file (`eval`: Apache's answer), on a lighttpd of its own
+    /// in a sandbox on a free loopback port: a request Apache refuses (4xx) that it serves
+    /// (2xx) refuses the change. Plain-http requests only, 200 at most; returns how many
+    /// were sent.
+    fn check_answers(
+        &self,
+        cfg: &crate::config::Config,
+        model: &crate::model::Model,
+        changed: &[String],
+    ) -> Result<usize, String> {
+        use crate::verify::{self, derive};
+        if changed.is_empty() {
+            return Ok(0);
+        }
+        let meets = |sp: crate::source::Span| {
+            let f = cfg.sources.file(sp.file);
+            let p = absolute(std::path::Path::new(&f.display)).unwrap_or_default();
+            changed.iter().any(|c| p.starts_with(c))
+        };
+        let host = verify::default_host(model);
+        let mut picked = Vec::new();
+        for req in derive::requests(model, &cfg.sysroot, &derive::Limits::default()) {
+            if req.scheme != "http" || picked.len() >= 200 {
+                continue;
+            }
+            let h = req.host.clone().unwrap_or_else(|| host.clone());
+            let mut r = req.clone();
+            r.host = req.host_header(&h);
+            let ev = crate::eval::evaluate(model, &cfg.sysroot, &r, 80);
+            // What answers, as a path here: under a changed file's folder, the change can
+            // concern it (a deleted .htaccess leaves no trace to meet).
+            let served = match &ev.outcome.served {
+                crate::eval::Served::File { path } => Some(path.as_str()),
+                crate::eval::Served::Php { script, .. } => Some(script.as_str()),
+                crate::eval::Served::Listing { dir } => Some(dir.as_str()),
+                _ => None,
+            };
+            let below = served.is_some_and(|p| {
+                let host = absolute(&cfg.sysroot.host_path(p)).unwrap_or_default();
+                changed.iter().any(|c| std::path::Path::new(c).parent().is_some_and(|d| host.starts_with(d)))
+            });
+            if below || ev.trace.iter().any(|s| s.at.is_some_and(meets)) {
+                picked.push((req, h, ev.outcome));
+            }
+        }
+        if picked.is_empty() {
+            return Ok(0);
+        }
+        let fail = |e: &dyn std::fmt::Display| format!("checking the new output's answers: {e}");
+        let sb = run::sandbox::Sandbox::new("lighten-watch-check-").map_err(|e| fail(&e))?;
+        let port = run::sandbox::free_port().map_err(|e| fail(&e))?;
+        let out = sb.path().join("lighttpd");
+        let p = super::convert::prepare_model(
+            cfg,
+            model,
+            &out,
+            &[format!("127.0.0.1:{port}")],
+            Some(&out.join("run")),
+            self.php.as_deref(),
+        )
+        .map_err(|e| fail(&e))?;
+        crate::output::write_files(&out, &p.conv.files).map_err(|e| fail(&e))?;
+        std::fs::create_dir_all(out.join("run")).map_err(|e| fail(&e))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(out.join("run"), std::fs::Permissions::from_mode(0o777))
+                .map_err(|e| fail(&e))?;
+        }
+        // The configuration was checked with -tt already; the sandbox's copy differs only
+        // in its listener and folders.
+        let l = lighttpd::start_quick(&out.join("lighttpd.conf"), &sb, port).map_err(|e| fail(&e))?;
+        let mut open = Vec::new();
+        for (req, h, expect) in &picked {
+            let mut headers = vec![("Host".to_string(), h.clone())];
+            headers.extend(req.headers.iter().cloned());
+            let sent = verify::Sent::new(req, h, headers);
+            // No answer is no proof: the change is refused.
+            let resp =
+                verify::send(port, false, &sent).map_err(|e| fail(&format!("{}: {e}", req.to_line())))?;
+            if (400..500).contains(&expect.status) && (200..300).contains(&resp.status) {
+                open.push(format!("{} (Apache {}, converted {})", req.to_line(), expect.status, resp.status));
+            }
+        }
+        // Stopping waits for lighttpd's graceful shutdown (up to seconds): not on the way
+        // to putting the change in force.
+        std::thread::spawn(move || {
+            let mut l = l;
+            l.stop();
+            drop(sb);
+        });
+        if open.is_empty() {
+            Ok(picked.len())
+        } else {
+            Err(format!("the new output serves what Apache refuses: {}", open.join(", ")))
+        }
     }
 
     /// Restarts the lighttpd running from the output, if one does.
