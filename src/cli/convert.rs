@@ -102,7 +102,7 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
         vhosts: &a.vhosts,
         strict,
     })?;
-    conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch));
+    conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch, &std::env::current_dir()?));
     if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
         for e in
@@ -139,7 +139,7 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
         writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
         if !problems.iter().any(|p| p.level == Level::Error) {
             writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
-            writeln!(stdout, "keep it in step with .htaccess edits: {}", shell_line(&watch))?;
+            writeln!(stdout, "keep it in step with .htaccess edits: {}", in_here(&a, &shell_line(&watch))?)?;
             writeln!(
                 stdout,
                 "as services (root): {} && systemctl enable --now {}",
@@ -167,7 +167,9 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
 }
 
 /// The `lighten watch` command that keeps this conversion in step: the same input and
-/// settings, every path absolute (a service has no working folder of its own).
+/// settings, the configuration's paths as given (they are in the output: a watch that
+/// names them otherwise writes other bytes), so it runs from the folder convert ran in
+/// (the unit's `WorkingDirectory`, a `cd` before the printed line).
 pub struct WatchLine<'a> {
     pub load: &'a super::args::LoadArgs,
     pub config: &'a Path,
@@ -188,7 +190,7 @@ pub fn watch_command(w: &WatchLine) -> anyhow::Result<Vec<String>> {
     };
     let l = w.load;
     if let Some(s) = &l.sysroot {
-        flag("--sysroot", absolute(s)?.display().to_string());
+        flag("--sysroot", s.display().to_string());
     }
     if let Some(r) = &l.server_root {
         flag("--server-root", r.clone());
@@ -200,8 +202,7 @@ pub fn watch_command(w: &WatchLine) -> anyhow::Result<Vec<String>> {
         flag("--apache-version", l.apache_version.clone());
     }
     if let Some(c) = &l.server_config {
-        let c = if l.sysroot.is_none() { absolute(Path::new(c))?.display().to_string() } else { c.clone() };
-        flag("--server-config", c);
+        flag("--server-config", c.clone());
     }
     if l.server_name != "localhost" {
         flag("--server-name", l.server_name.clone());
@@ -223,8 +224,21 @@ pub fn watch_command(w: &WatchLine) -> anyhow::Result<Vec<String>> {
     if w.strict {
         v.push("--strict".into());
     }
-    v.push(absolute(w.config)?.display().to_string());
+    v.push(w.config.display().to_string());
     Ok(v)
+}
+
+/// `line`, after a `cd` to the current folder when the input's paths are relative.
+fn in_here(a: &ConvertArgs, line: &str) -> anyhow::Result<String> {
+    let relative = |p: &Path| !p.is_absolute();
+    let rel = relative(&a.config)
+        || a.load.sysroot.as_deref().is_some_and(relative)
+        || a.load.server_config.as_deref().is_some_and(|c| relative(Path::new(c)));
+    Ok(if rel {
+        format!("cd {} && {line}", super::wizard::quote(&std::env::current_dir()?.display().to_string()))
+    } else {
+        line.to_string()
+    })
 }
 
 /// A command line for the shell, each word quoted where it needs it.

@@ -16,8 +16,9 @@ pub const WATCH_UNIT: &str = "lighten-watch.service";
 pub const DROP_IN: &str = "lighttpd.service.d/lighten.conf";
 
 /// The unit files, relative to the output folder. `watch` is the `lighten watch`
-/// command line (program first), every path in it absolute.
-pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String]) -> Vec<(PathBuf, String)> {
+/// command line (program first).
+/// `cwd` is the folder the paths in `watch` are relative to.
+pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String], cwd: &Path) -> Vec<(PathBuf, String)> {
     let conf = out_dir.join("lighttpd.conf");
     let conf = exec_word(&conf.display().to_string());
     let install = install_command(out_dir);
@@ -45,6 +46,7 @@ pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String]) -> Vec<(PathB
          \n\
          [Service]\n\
          Type=simple\n\
+         WorkingDirectory={cwd}\n\
          ExecStart={cmd}\n\
          Restart=on-failure\n\
          RestartSec=2\n\
@@ -54,6 +56,7 @@ pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String]) -> Vec<(PathB
         out = out_dir.display(),
         desc = unit_value(&out_dir.display().to_string()),
         cmd = exec.join(" "),
+        cwd = unit_value(&cwd.display().to_string()),
     );
     vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)]
 }

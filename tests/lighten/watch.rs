@@ -358,8 +358,9 @@ fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
     assert!(sandbox::wait_for_port(port, Duration::from_secs(10)), "lighttpd listens");
     let unit = std::fs::read_to_string(etc.join("lighten-watch.service")).unwrap();
     let watch = unit_line(&unit, "ExecStart=");
+    let cwd = unit_line(&unit, "WorkingDirectory=");
     let mut once = Command::new(&watch[0]);
-    once.args(&watch[1..]).arg("--once");
+    once.args(&watch[1..]).arg("--once").current_dir(&cwd[0]);
     let o = once.output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -451,4 +452,35 @@ fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
         assert!(Instant::now() < deadline, "served again after the removal");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn the_printed_watch_line_runs_as_printed_for_relative_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out").display().to_string();
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        "fixtures/wordpress",
+        "--server-name",
+        "example.test",
+        "fixtures/wordpress/var/www/html",
+        "--out",
+        &out,
+        "--listen",
+        "127.0.0.1:18080",
+    ]);
+    assert!(r.code <= 1, "{}", r.transcript());
+    let line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("keep it in step with .htaccess edits: "))
+        .unwrap_or_else(|| panic!("no watch line\n{}", r.transcript()));
+    let here = std::env::current_dir().unwrap().display().to_string();
+    assert!(line.starts_with(&format!("cd {here} && ")), "{line}");
+    // Run as printed, from elsewhere: the conversion it makes is the one convert wrote.
+    let o = Command::new("sh").args(["-c", &format!("{line} --once")]).current_dir("/").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("start: the conversion is the same, nothing to do"), "{err}");
 }

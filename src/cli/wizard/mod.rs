@@ -143,7 +143,8 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         vhosts: &names,
         strict: false,
     })?;
-    prepared.conv.files.extend(super::service::units(&prepared.out_dir, &prepared.runtime_dir, &watch));
+    let cwd = std::env::current_dir()?;
+    prepared.conv.files.extend(super::service::units(&prepared.out_dir, &prepared.runtime_dir, &watch, &cwd));
 
     println!("\n3. What cannot be carried over exactly");
     print!("{}", inexact(&prepared.conv.report, &prepared.out_dir));
