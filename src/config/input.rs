@@ -33,6 +33,44 @@ pub fn classify(fs: &Sysroot, apache_path: &str) -> Option<InputKind> {
     }
 }
 
+/// Why a folder classified as a document root is not one lighten should convert, if it
+/// is not: Apache's own configuration folder (a config file in it), or a folder with no
+/// file at all below it (looked for among the first `budget` entries).
+pub fn not_a_site(fs: &Sysroot, dir: &str) -> Option<String> {
+    let base = dir.trim_end_matches('/');
+    for name in ["apache2.conf", "httpd.conf", "conf/httpd.conf"] {
+        let p = format!("{base}/{name}");
+        if fs.is_file(&p) {
+            return Some(format!(
+                "it is Apache's configuration folder, not a site (it holds {name}); pass the file: {}",
+                fs.host_path(&p).display()
+            ));
+        }
+    }
+    let mut budget = 10_000usize;
+    let mut stack = vec![base.to_string()];
+    while let Some(d) = stack.pop() {
+        for name in fs.list_dir(&d).unwrap_or_default() {
+            let p = format!("{d}/{name}");
+            if fs.is_file(&p) {
+                return None;
+            }
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                return None;
+            }
+            if fs.is_dir(&p) {
+                stack.push(p);
+            }
+        }
+    }
+    Some(
+        "it holds no file: lighten reads an httpd.conf or apache2.conf, a Plesk vhosts root (the folder \
+         holding system/<domain>/conf/httpd.conf), or a document root with the site's files and .htaccess"
+            .to_string(),
+    )
+}
+
 /// Domains under a Plesk vhosts root that have a generated `conf/httpd.conf`, sorted.
 pub fn plesk_domains(fs: &Sysroot, root: &str) -> Vec<String> {
     let system = format!("{}/system", root.trim_end_matches('/'));

@@ -93,6 +93,8 @@ pub enum LoadError {
     OutsideSysroot { path: String, root: String },
     #[error("{root}: no domain {domain} (no system/{domain}/conf/httpd.conf)")]
     NoSuchDomain { root: String, domain: String },
+    #[error("{path}: {why}")]
+    NotASite { path: String, why: String },
 }
 
 pub struct Config {
@@ -115,6 +117,11 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
     let apache_path = apache_path_of(path, fs)?;
     let kind =
         input::classify(fs, &apache_path).ok_or_else(|| LoadError::NotFound(path.display().to_string()))?;
+    if kind == InputKind::DocumentRoot
+        && let Some(why) = input::not_a_site(fs, &apache_path)
+    {
+        return Err(LoadError::NotASite { path: path.display().to_string(), why });
+    }
     let parent = parent_dir(&apache_path);
     let server_root = opts.server_root.clone().unwrap_or_else(|| match kind {
         InputKind::ConfigFile => parent.clone(),
@@ -185,6 +192,11 @@ pub fn classify(path: &Path, opts: &LoadOptions) -> Result<Input, LoadError> {
     let apache_path = apache_path_of(path, fs)?;
     let kind =
         input::classify(fs, &apache_path).ok_or_else(|| LoadError::NotFound(path.display().to_string()))?;
+    if kind == InputKind::DocumentRoot
+        && let Some(why) = input::not_a_site(fs, &apache_path)
+    {
+        return Err(LoadError::NotASite { path: path.display().to_string(), why });
+    }
     let domains = if kind == InputKind::PleskRoot { plesk_domains(fs, &apache_path) } else { Vec::new() };
     Ok(Input { kind, path: apache_path, domains })
 }

@@ -836,3 +836,33 @@ fn verify_attack_sends_the_variants_of_refused_requests() {
     }
     assert!(all.iter().all(|c| c["fail_open"] == false), "a fail-open: {}", r.stdout);
 }
+
+#[test]
+fn input_that_is_no_apache_setup_is_refused_with_what_to_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    let out = dir.path().join("out");
+    let (e, o) = (empty.to_string_lossy().into_owned(), out.to_string_lossy().into_owned());
+    let r = lighten(&["convert", &e, "--out", &o]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("it holds no file") && r.stderr.contains("apache2.conf"), "{}", r.stderr);
+    assert!(!out.exists(), "nothing is written");
+    // Apache's own folder given where a file or a site is expected: the file to pass.
+    let root = "fixtures/debian-stock";
+    for cmd in ["inspect", "convert"] {
+        let mut args = vec![cmd, "--sysroot", root, "fixtures/debian-stock/etc/apache2"];
+        if cmd == "convert" {
+            args.extend(["--out", &o]);
+        }
+        let r = lighten(&args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(
+            r.stderr.contains("Apache's configuration folder")
+                && r.stderr.contains("pass the file: fixtures/debian-stock/etc/apache2/apache2.conf"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert!(!out.exists(), "nothing is written");
+}
