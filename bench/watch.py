@@ -30,14 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import parse_plesk  # noqa: E402  (the tree generator)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from loopback import free_port, start_lighttpd, stop  # noqa: E402
 
 
 def status(port, path):
@@ -99,15 +92,12 @@ def enforce(a):
     args = ["--sysroot", site, os.path.join(site, "var/www/html"), "--server-name", "example.test",
             "--out", out, "--listen", f"127.0.0.1:{port}"]
     conv = subprocess.run([a.lighten, "--color", "never", "convert"] + args, capture_output=True, text=True)
-    run = next(l[5:] for l in conv.stdout.splitlines() if l.startswith("run: "))
-    lighttpd = subprocess.Popen(run.split(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The printed run: line is `lighttpd -D -f OUT/lighttpd.conf`, as loopback starts it.
+    assert any(l == f"run: lighttpd -D -f {out}/lighttpd.conf" for l in conv.stdout.splitlines()), conv.stdout
+    lighttpd = start_lighttpd(os.path.join(out, "lighttpd.conf"), port)
     watch = None
     load = None
     try:
-        for _ in range(200):
-            if status(port, "/robots.txt") == 200:
-                break
-            time.sleep(0.02)
         watch = Watch([a.lighten, "--color", "never", "watch", "--json"] + args)
         watch.wait_for(lambda r: r["changed"] == [], 30)
         folder = os.path.join(site, "var/www/html/wp-content/themes/twentytwentyfour")
@@ -149,8 +139,7 @@ def enforce(a):
             load.kill()
         if watch:
             watch.stop()
-        lighttpd.terminate()
-        lighttpd.wait(10)
+        stop(lighttpd)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

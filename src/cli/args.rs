@@ -279,6 +279,40 @@ pub struct LoadArgs {
     pub walk_limit: usize,
 }
 
+impl LoadArgs {
+    /// These flags as words for another command line (defaults left out), so a command
+    /// lighten prints reads the configuration as this one did.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut flag = |name: &str, value: String| {
+            v.push(name.to_string());
+            v.push(value);
+        };
+        if let Some(s) = &self.sysroot {
+            flag("--sysroot", s.display().to_string());
+        }
+        if let Some(r) = &self.server_root {
+            flag("--server-root", r.clone());
+        }
+        for d in &self.defines {
+            flag("-D", d.clone());
+        }
+        if self.apache_version != crate::config::DEFAULT_APACHE_VERSION {
+            flag("--apache-version", self.apache_version.clone());
+        }
+        if let Some(c) = &self.server_config {
+            flag("--server-config", c.clone());
+        }
+        if self.server_name != "localhost" {
+            flag("--server-name", self.server_name.clone());
+        }
+        if self.walk_limit != crate::config::DEFAULT_WALK_LIMIT {
+            flag("--walk-limit", self.walk_limit.to_string());
+        }
+        v
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
@@ -321,13 +355,9 @@ pub enum Target {
     Lighttpd,
 }
 
+/// Where and how a conversion is written and served: `convert` and `watch` take the same.
 #[derive(Args, Debug)]
-pub struct ConvertArgs {
-    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
-    pub config: PathBuf,
-    /// The server to convert to
-    #[arg(long, value_enum, default_value = "lighttpd")]
-    pub target: Target,
+pub struct SiteArgs {
     /// The folder to write to (created if missing) [default: `out` in the settings file]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -342,9 +372,24 @@ pub struct ConvertArgs {
     /// Where lighttpd keeps its pid file, logs and sockets [default: OUT/run]
     #[arg(long, value_name = "DIR")]
     pub runtime_dir: Option<PathBuf>,
-    /// Fail (exit 2, write nothing) unless everything translates exactly
+    /// Write nothing unless everything translates exactly (convert: exit 2; watch: the
+    /// change is refused and the output in force stays)
     #[arg(long)]
     pub strict: bool,
+    /// Only this site, by ServerName or ServerAlias (repeatable) [default: all]
+    #[arg(long = "vhost", value_name = "NAME")]
+    pub vhosts: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
+    pub config: PathBuf,
+    /// The server to convert to
+    #[arg(long, value_enum, default_value = "lighttpd")]
+    pub target: Target,
+    #[command(flatten)]
+    pub site: SiteArgs,
     /// Print the report as JSON on standard output
     #[arg(long)]
     pub json: bool,
@@ -352,9 +397,6 @@ pub struct ConvertArgs {
     /// (exit 0 the same, 1 different, 2 trouble)
     #[arg(long)]
     pub dry_run: bool,
-    /// Convert only this site, by ServerName or ServerAlias (repeatable) [default: all]
-    #[arg(long = "vhost", value_name = "NAME")]
-    pub vhosts: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -363,21 +405,8 @@ pub struct ConvertArgs {
 pub struct WatchArgs {
     /// httpd.conf / apache2.conf, a Plesk vhosts root, or a document root
     pub config: PathBuf,
-    /// The output folder, as for convert [default: `out` in the settings file]
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// As for convert
-    #[arg(long, value_name = "[PORT=]ADDR:PORT")]
-    pub listen: Vec<String>,
-    /// As for convert
-    #[arg(long, value_name = "ADDR")]
-    pub php_backend: Option<String>,
-    /// As for convert [default: OUT/run]
-    #[arg(long, value_name = "DIR")]
-    pub runtime_dir: Option<PathBuf>,
-    /// Refuse (keep the output in force) any change that does not translate exactly
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub site: SiteArgs,
     /// Also print each change as a JSON line on standard output
     #[arg(long)]
     pub json: bool,
@@ -388,9 +417,6 @@ pub struct WatchArgs {
     /// several steps)
     #[arg(long, value_name = "MS", default_value_t = 20)]
     pub settle_ms: u64,
-    /// Keep only this site in step, by ServerName or ServerAlias (repeatable) [default: all]
-    #[arg(long = "vhost", value_name = "NAME")]
-    pub vhosts: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -1,6 +1,6 @@
 //! `lighten convert`.
 
-use super::args::ConvertArgs;
+use super::args::{ConvertArgs, SiteArgs};
 use super::inspect::load_options;
 use crate::config::LoadOptions;
 use crate::run::preflight::{self, Level, Problem};
@@ -78,18 +78,36 @@ pub fn prepare_model(
     Ok(Prepared { conv, out_dir, runtime_dir })
 }
 
-pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
-    let opts = load_options(&a.load);
-    // Flags first, then the settings file.
+/// `SiteArgs` resolved: flags first, then the settings file.
+pub struct Site {
+    pub out: PathBuf,
+    pub listen: Vec<String>,
+    pub runtime_dir: Option<PathBuf>,
+    pub php: Option<String>,
+    pub strict: bool,
+}
+
+pub fn site(a: &SiteArgs, settings: &Settings) -> anyhow::Result<Site> {
     let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
         anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
     };
-    let listen =
-        if a.listen.is_empty() { settings.listen.clone().unwrap_or_default() } else { a.listen.clone() };
-    let runtime_dir = a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone());
-    let php = a.php_backend.clone().or_else(|| settings.php_backend.clone());
-    let strict = a.strict || settings.approximations == Some(Policy::Refuse);
-    let (cfg, model) = load_sites(&a.config, &opts, &a.vhosts, color)?;
+    Ok(Site {
+        out,
+        listen: if a.listen.is_empty() {
+            settings.listen.clone().unwrap_or_default()
+        } else {
+            a.listen.clone()
+        },
+        runtime_dir: a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone()),
+        php: a.php_backend.clone().or_else(|| settings.php_backend.clone()),
+        strict: a.strict || settings.approximations == Some(Policy::Refuse),
+    })
+}
+
+pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
+    let opts = load_options(&a.load);
+    let Site { out, listen, runtime_dir, php, strict } = site(&a.site, settings)?;
+    let (cfg, model) = load_sites(&a.config, &opts, &a.site.vhosts, color)?;
     let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
     let (mut conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
     let watch = watch_command(&WatchLine {
@@ -99,7 +117,7 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
         runtime_dir: &runtime_dir,
         listen: &listen,
         php: php.as_deref(),
-        vhosts: &a.vhosts,
+        vhosts: &a.site.vhosts,
         strict,
     })?;
     conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch, &std::env::current_dir()?));
@@ -184,32 +202,11 @@ pub struct WatchLine<'a> {
 pub fn watch_command(w: &WatchLine) -> anyhow::Result<Vec<String>> {
     let exe = std::env::current_exe().context("finding lighten's own path")?;
     let mut v = vec![exe.display().to_string(), "watch".to_string()];
+    v.extend(w.load.to_args());
     let mut flag = |name: &str, value: String| {
         v.push(name.to_string());
         v.push(value);
     };
-    let l = w.load;
-    if let Some(s) = &l.sysroot {
-        flag("--sysroot", s.display().to_string());
-    }
-    if let Some(r) = &l.server_root {
-        flag("--server-root", r.clone());
-    }
-    for d in &l.defines {
-        flag("-D", d.clone());
-    }
-    if l.apache_version != crate::config::DEFAULT_APACHE_VERSION {
-        flag("--apache-version", l.apache_version.clone());
-    }
-    if let Some(c) = &l.server_config {
-        flag("--server-config", c.clone());
-    }
-    if l.server_name != "localhost" {
-        flag("--server-name", l.server_name.clone());
-    }
-    if l.walk_limit != crate::config::DEFAULT_WALK_LIMIT {
-        flag("--walk-limit", l.walk_limit.to_string());
-    }
     flag("--out", w.out_dir.display().to_string());
     flag("--runtime-dir", w.runtime_dir.display().to_string());
     for x in w.listen {

@@ -239,15 +239,16 @@ impl Record {
 
 /// The findings of `report` that point into `changed` (paths as on this machine).
 pub fn findings_in(report: &crate::translate::report::Report, changed: &[PathBuf]) -> Vec<Finding> {
-    let prefixes: Vec<String> = changed.iter().map(|p| format!("{}:", p.display())).collect();
+    // A changed file names its own lines (`path:`); a changed folder those of the files below.
+    let prefixes: Vec<String> = changed
+        .iter()
+        .map(|p| if p.is_dir() { format!("{}/", p.display()) } else { format!("{}:", p.display()) })
+        .collect();
     let mut out: Vec<Finding> = report
         .entries
         .iter()
         .filter(|e| !matches!(e.fate.label(), "exact" | "ignored" | "noted"))
-        .filter(|e| {
-            prefixes.iter().any(|p| e.at.starts_with(p.as_str()))
-                || changed.iter().any(|c| c.is_dir() && e.at.starts_with(&format!("{}/", c.display())))
-        })
+        .filter(|e| prefixes.iter().any(|p| e.at.starts_with(p.as_str())))
         .map(|e| Finding {
             at: e.at.clone(),
             directive: format!("{} {}", e.directive, e.args).trim().to_string(),

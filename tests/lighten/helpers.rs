@@ -147,3 +147,58 @@ pub fn servers_present() -> bool {
     eprintln!("skipped: apache2 or lighttpd is not installed");
     false
 }
+
+/// A world-readable copy of fixture `name` in a folder every user can enter, and that
+/// folder (which also gets a copy of the lighten binary, for a user who cannot reach the
+/// build folder): lighttpd and Apache drop to www-data when the tests run as root.
+pub fn open_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    set_mode(dir.path(), 0o755);
+    let root = dir.path().join(name);
+    copy_tree(&Path::new("fixtures").join(name), &root);
+    std::fs::copy(env!("CARGO_BIN_EXE_lighten"), dir.path().join("lighten")).unwrap();
+    set_mode(&dir.path().join("lighten"), 0o755);
+    (dir, root)
+}
+
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    set_mode(to, 0o755);
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().unwrap();
+        if t.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+            set_mode(&dst, 0o644);
+        }
+    }
+}
+
+/// A started command in its own process group, killed with the group when dropped (also
+/// when the test fails).
+pub struct Group(pub std::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the process group this test made; no memory is touched.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `cmd` as a [`Group`].
+pub fn spawn_group(cmd: &mut Command) -> Group {
+    use std::os::unix::process::CommandExt;
+    Group(cmd.process_group(0).spawn().expect("the command starts"))
+}

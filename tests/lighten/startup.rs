@@ -3,7 +3,7 @@
 //! but this machine lacks is named with its Apache `file:line`; disabled sections never
 //! become hosts.  Regression fixtures: `fixtures/regress/`.
 
-use crate::helpers::{Output, fixtures, have, lighten};
+use crate::helpers::{Group, Output, fixtures, have, lighten, open_copy, set_mode, spawn_group};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -45,41 +45,6 @@ fn output(mut c: Command) -> Output {
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         code: o.status.code().unwrap_or(-1),
-    }
-}
-
-/// A world-readable copy of fixture `name` in a folder every user can enter, and that
-/// folder (which also gets a copy of the lighten binary, for a user who cannot reach the
-/// build folder).
-fn open_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    set_mode(dir.path(), 0o755);
-    let root = dir.path().join(name);
-    copy_tree(&Path::new("fixtures").join(name), &root);
-    std::fs::copy(env!("CARGO_BIN_EXE_lighten"), dir.path().join("lighten")).unwrap();
-    set_mode(&dir.path().join("lighten"), 0o755);
-    (dir, root)
-}
-
-fn set_mode(p: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    set_mode(to, 0o755);
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let t = e.file_type().unwrap();
-        if t.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if t.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-            set_mode(&dst, 0o644);
-        }
     }
 }
 
@@ -152,22 +117,8 @@ fn watch_keeps_in_step(line: &str, prefix: Option<&[&str]>, port: u16, folder: &
     assert_eq!(status.code(), Some(0), "watch stops cleanly on SIGTERM");
 }
 
-/// A started command in its own process group, killed with the group when dropped.
-struct Started(std::process::Child);
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on the process group this test made; no memory is touched.
-        unsafe {
-            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
-}
-
 /// Runs `line` as the shell would, as printed, through `prefix` (setpriv) when given.
-fn start(line: &str, prefix: Option<&[&str]>) -> Started {
-    use std::os::unix::process::CommandExt;
+fn start(line: &str, prefix: Option<&[&str]>) -> Group {
     let mut c = match prefix {
         Some(p) => {
             let mut c = Command::new(p[0]);
@@ -180,8 +131,7 @@ fn start(line: &str, prefix: Option<&[&str]>) -> Started {
             c
         }
     };
-    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).process_group(0);
-    Started(c.spawn().expect("the printed command starts"))
+    spawn_group(c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()))
 }
 
 /// `GET path` with `host` until the server answers (10 s at most): status and body.

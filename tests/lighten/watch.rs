@@ -4,13 +4,13 @@
 //! converted, and the lighttpd started from the output (the `run:` line) must answer as
 //! Apache does on the edited tree.
 
-use crate::helpers::{lighten, servers_present};
+use crate::helpers::{Group, lighten, open_copy, servers_present, spawn_group};
 use lighten::run::{apache, observe, sandbox};
 use lighten::verify;
 use serde::Deserialize;
 use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -48,38 +48,34 @@ struct Also {
     text: String,
 }
 
-/// A child killed (its whole process group) when the test ends, also on failure.
-struct Killed(Child);
+/// `lighten convert ARGS`, then lighttpd started with the printed run: line, listening on
+/// `port`: the converted site as an admin starts it.
+fn serve_converted(args: &[&str], port: u16) -> (crate::helpers::Output, Group) {
+    let conv = lighten(&[&["convert"], args].concat());
+    assert!(conv.code <= 1, "{}", conv.transcript());
+    let run = conv.stdout.lines().find_map(|l| l.strip_prefix("run: ")).expect("a run: line").to_string();
+    let words: Vec<&str> = run.split_whitespace().collect();
+    let lighttpd = spawn_group(Command::new(words[0]).args(&words[1..]).stdout(Stdio::null()));
+    assert!(sandbox::wait_for_port(port, Duration::from_secs(10)), "lighttpd listens");
+    (conv, lighttpd)
+}
 
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let pid = self.0.id() as i32;
-        // SAFETY: signals to a process group this test started.
-        unsafe {
-            libc::kill(-pid, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
+/// `lighten watch ARGS EXTRA --json`, its JSON lines read on a thread.
+fn watching(args: &[&str], extra: &[&str]) -> (Group, mpsc::Receiver<serde_json::Value>) {
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_lighten"));
+    watch.arg("watch").args(args).args(extra).arg("--json").stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = spawn_group(&mut watch);
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+            if tx.send(v).is_err() {
+                break;
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(cmd: &mut Command) -> Killed {
-    use std::os::unix::process::CommandExt;
-    Killed(cmd.process_group(0).spawn().expect("starts"))
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp").arg("-a").arg(from).arg(to).status().expect("cp runs");
-    assert!(st.success());
+    });
+    (child, rx)
 }
 
 /// Writes the edit into the watched tree and into Apache's copy, where absolute paths of
@@ -151,14 +147,7 @@ fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
     let edits: Edits =
         toml::from_str(&std::fs::read_to_string("fixtures/watch/edits.toml").unwrap()).unwrap();
     let base = Path::new("fixtures").join(&edits.base);
-    let tmp = tempfile::tempdir().unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // lighttpd and Apache drop to www-data when the test runs as root.
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let site = tmp.path().join("site");
-    copy_tree(&base, &site);
+    let (tmp, site) = open_copy(&edits.base);
     let docroot = site.join("var/www/html");
     let load = lighten::config::LoadOptions {
         sysroot: lighten::source::Sysroot::at(&site),
@@ -192,27 +181,8 @@ fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
         "--php-backend",
         &php,
     ];
-    let conv = lighten(&[&["convert"], &args[..]].concat());
-    assert!(conv.code <= 1, "{}", conv.transcript());
-    // The run: line, as printed.
-    let run = conv.stdout.lines().find_map(|l| l.strip_prefix("run: ")).expect("a run: line").to_string();
-    let words: Vec<&str> = run.split_whitespace().collect();
-    let _lighttpd = spawn(Command::new(words[0]).args(&words[1..]).stdout(Stdio::null()));
-    assert!(sandbox::wait_for_port(lport, Duration::from_secs(10)), "lighttpd listens");
-
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_lighten"));
-    watch.arg("watch").args(args).arg("--json").stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = spawn(&mut watch);
-    let stdout = child.0.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
-            if tx.send(v).is_err() {
-                break;
-            }
-        }
-    });
+    let (_conv, _lighttpd) = serve_converted(&args, lport);
+    let (child, rx) = watching(&args, &[]);
     let start = rx.recv_timeout(Duration::from_secs(20)).expect("watch starts");
     assert_eq!(start["outcome"], "unchanged", "convert just wrote the output: {start}");
 
@@ -285,13 +255,7 @@ fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
     if !servers_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let site = tmp.path().join("site");
-    copy_tree(Path::new("fixtures/wordpress"), &site);
+    let (tmp, site) = open_copy("wordpress");
     let out = tmp.path().join("out");
     let port = sandbox::free_port().unwrap();
     let (site_s, out_s, listen) =
@@ -354,7 +318,7 @@ fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
     let pre = unit_line(&drop_in, "ExecStartPre=");
     assert!(Command::new(&pre[0]).args(&pre[1..]).status().unwrap().success(), "{pre:?}");
     let exec = unit_line(&drop_in, "ExecStart=");
-    let _lighttpd = spawn(Command::new(&exec[0]).args(&exec[1..]).stdout(Stdio::null()));
+    let _lighttpd = spawn_group(Command::new(&exec[0]).args(&exec[1..]).stdout(Stdio::null()));
     assert!(sandbox::wait_for_port(port, Duration::from_secs(10)), "lighttpd listens");
     let unit = std::fs::read_to_string(etc.join("lighten-watch.service")).unwrap();
     let watch = unit_line(&unit, "ExecStart=");
@@ -372,13 +336,7 @@ fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
     if !servers_present() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let site = tmp.path().join("site");
-    copy_tree(Path::new("fixtures/wordpress"), &site);
+    let (tmp, site) = open_copy("wordpress");
     let out = tmp.path().join("out");
     let port = sandbox::free_port().unwrap();
     let (site_s, out_s, listen) =
@@ -395,22 +353,9 @@ fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
         "--listen",
         &listen,
     ];
-    let r = lighten(&[&["convert"], &args[..]].concat());
+    let (r, _lighttpd) = serve_converted(&args, port);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let run = r.stdout.lines().find_map(|l| l.strip_prefix("run: ")).unwrap().to_string();
-    let words: Vec<&str> = run.split_whitespace().collect();
-    let _lighttpd = spawn(Command::new(words[0]).args(&words[1..]).stdout(Stdio::null()));
-    assert!(sandbox::wait_for_port(port, Duration::from_secs(10)));
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_lighten"));
-    watch.arg("watch").args(args).args(["--strict", "--json"]).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = spawn(&mut watch);
-    let stdout = child.0.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(serde_json::from_str::<serde_json::Value>(&line).unwrap());
-        }
-    });
+    let (_watch, rx) = watching(&args, &["--strict"]);
     assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap()["outcome"], "unchanged");
     let css = "/wp-content/themes/twentytwentyfour/style.css";
     let get = |path: &str| {

@@ -17,11 +17,11 @@ use super::inspect::load_options;
 use crate::config::LoadOptions;
 use crate::run::lighttpd::{self, Restart};
 use crate::run::preflight::Level;
-use crate::settings::{Policy, Settings};
+use crate::settings::Settings;
 use crate::watch::{self, Outcome, Record, Reload, Watched, Why};
 use crate::{plan, run};
 use anyhow::Context;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -60,30 +60,24 @@ struct Step {
 }
 
 pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
-    let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
-        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
-    };
-    let out_dir = absolute(&out)?;
-    let runtime_dir = match a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone()) {
-        Some(d) => absolute(&d)?,
+    let site = super::convert::site(&a.site, settings)?;
+    let out_dir = absolute(&site.out)?;
+    let runtime_dir = match &site.runtime_dir {
+        Some(d) => absolute(d)?,
         None => out_dir.join("run"),
     };
     let job = Job {
         config: a.config.clone(),
         load: load_options(&a.load),
         out_dir,
-        listen: if a.listen.is_empty() {
-            settings.listen.clone().unwrap_or_default()
-        } else {
-            a.listen.clone()
-        },
+        listen: site.listen,
         runtime_dir,
-        php: a.php_backend.clone().or_else(|| settings.php_backend.clone()),
-        strict: a.strict || settings.approximations == Some(Policy::Refuse),
+        php: site.php,
+        strict: site.strict,
         color,
         json: a.json,
         luac: which("luac5.4"),
-        vhosts: a.vhosts.clone(),
+        vhosts: a.site.vhosts.clone(),
     };
     if !job.luac {
         eprintln!(
@@ -104,19 +98,12 @@ pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32
     // from then on is either in that conversion or an event after it.
     let mut watched = job.watched().unwrap_or_else(|| job.fallback_watch());
     let mut trees = job.watcher(&watched)?;
-    let first = job.step(Vec::new(), Vec::new(), Instant::now(), SystemTime::now());
-    job.log(&first.record);
-    if let Some(w) = first.watched
-        && w != watched
-    {
-        watched = w;
-        trees = job.watcher(&watched)?;
-    }
     let settle = Duration::from_millis(a.settle_ms);
-    // The change being gathered: paths, why, first and last event.
+    // The change being gathered: paths, why, first and last event. The first step (the
+    // conversion at start, nothing named) is due at once.
     let mut pending: BTreeMap<PathBuf, Why> = BTreeMap::new();
-    let mut first_at: Option<(Instant, SystemTime)> = None;
-    let mut last_at = Instant::now();
+    let mut first_at: Option<(Instant, SystemTime)> = Some((Instant::now(), SystemTime::now()));
+    let mut last_at = Instant::now().checked_sub(settle).unwrap_or_else(Instant::now);
     let debug = std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some();
     while !run::process::interrupted() {
         let wait = if first_at.is_some() {
@@ -148,9 +135,7 @@ pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32
         if last_at.elapsed() < settle && t0.elapsed() < SETTLE_MAX {
             continue;
         }
-        let mut why: Vec<Why> = pending.values().copied().collect();
-        why.sort();
-        why.dedup();
+        let why: Vec<Why> = pending.values().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let changed: Vec<PathBuf> = std::mem::take(&mut pending).into_keys().collect();
         first_at = None;
         let step = job.step(changed, why, t0, wall);
@@ -170,10 +155,15 @@ pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32
 }
 
 impl Job {
+    /// What is never a change: the output folder and the runtime folder (logs, pid file).
+    fn ignored(&self) -> Vec<PathBuf> {
+        vec![self.out_dir.clone(), self.runtime_dir.clone()]
+    }
+
     /// What the configuration, as it is now, makes watch watch.
     fn watched(&self) -> Option<Watched> {
         let (cfg, model) = super::convert::load_sites(&self.config, &self.load, &self.vhosts, false).ok()?;
-        Some(Watched::of(&cfg, &model, vec![self.out_dir.clone(), self.runtime_dir.clone()]))
+        Some(Watched::of(&cfg, &model, self.ignored()))
     }
 
     /// Converts, checks and writes; `changed` is what the events named (empty at start).
@@ -201,8 +191,7 @@ impl Job {
                     return Step { record, watched: None, inexact: true };
                 }
             };
-        let ignored = vec![self.out_dir.clone(), self.runtime_dir.clone()];
-        let watched = Watched::of(&cfg, &model, ignored);
+        let watched = Watched::of(&cfg, &model, self.ignored());
         let prepared = super::convert::prepare_model(
             &cfg,
             &model,
@@ -432,8 +421,7 @@ impl Job {
     /// or the folder given, so that fixing it is seen.
     fn fallback_watch(&self) -> Watched {
         let path = absolute(&self.config).unwrap_or_else(|_| self.config.clone());
-        let mut w =
-            Watched { ignored: vec![self.out_dir.clone(), self.runtime_dir.clone()], ..Watched::default() };
+        let mut w = Watched { ignored: self.ignored(), ..Watched::default() };
         w.names.insert(".htaccess".into());
         if path.is_dir() {
             w.trees.insert(path.clone());

@@ -448,31 +448,9 @@ fn ask_check(
 
 /// The configuration and the flags it was read with, as `verify` and `bench` take them.
 fn command_line(l: &LoadArgs, config: &Path) -> String {
-    let mut words = Vec::new();
-    let mut flag = |name: &str, value: String| words.push(format!("{name} {}", switch::quote(&value)));
-    if let Some(r) = &l.sysroot {
-        flag("--sysroot", r.display().to_string());
-    }
-    if let Some(r) = &l.server_root {
-        flag("--server-root", r.clone());
-    }
-    for d in &l.defines {
-        flag("-D", d.clone());
-    }
-    if l.apache_version != config::DEFAULT_APACHE_VERSION {
-        flag("--apache-version", l.apache_version.clone());
-    }
-    if let Some(c) = &l.server_config {
-        flag("--server-config", c.clone());
-    }
-    if l.server_name != "localhost" {
-        flag("--server-name", l.server_name.clone());
-    }
-    if l.walk_limit != config::DEFAULT_WALK_LIMIT {
-        flag("--walk-limit", l.walk_limit.to_string());
-    }
-    words.push(switch::quote(&config.display().to_string()));
-    words.join(" ")
+    let mut words = l.to_args();
+    words.push(config.display().to_string());
+    super::convert::shell_line(&words)
 }
 
 /// What verify and the benchmark need that is not installed, in words.
