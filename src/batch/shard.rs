@@ -54,7 +54,14 @@ impl fmt::Display for Shard {
 /// FNV-1a, 64 bits: fixed by its definition, so shards stay the same across versions and
 /// machines (std's hashers promise neither).
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_from(FNV1A64_OFFSET, bytes)
+}
+
+/// FNV-1a 64's starting value.
+pub(crate) const FNV1A64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a 64 of `bytes` continued from `h` (a digest of several parts).
+pub(crate) fn fnv1a64_from(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);

@@ -282,6 +282,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     // them (a document root and port that do not tell it from another host).
     let own = |n: usize| written_blocks.iter().any(|b| b.n == n && !b.shared);
     if written_blocks.iter().any(|b| b.shared) {
+        files.push((lua_dir.join("lighten_hosts.lua"), hosts_module));
         files.push((lua_dir.join("physical.lua"), conf::stage_script(opts, "physical")));
         if written_blocks
             .iter()
@@ -289,7 +290,6 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         {
             files.push((lua_dir.join("response.lua"), conf::stage_script(opts, "response")));
         }
-        files.push((lua_dir.join("lighten_hosts.lua"), hosts_module));
     }
     for (i, c) in compiled.into_iter().enumerate() {
         if !own(i + 1) {
@@ -317,6 +317,9 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             }
         }
     }
+    // Last of the Lua files: what tells the running hook scripts to reload the rest.
+    let id = output_id(&files, &opts.out_dir);
+    files.push((lua_dir.join(conf::OUTPUT_FILE), conf::output_file(&id)));
     files.push((PathBuf::from("report.md"), report.to_markdown()));
     files.push((PathBuf::from("report.json"), report.to_json()));
     let (user, group) = conf::run_as(model);
@@ -477,4 +480,35 @@ pub fn default_fate(status: Option<Status>, note: &str) -> Fate {
         },
         None => Fate::Unsupported { reason: "unknown directive".into(), closed: "left out".into() },
     }
+}
+
+/// The fixed runtime of the interpreter and the compiled tier (templates/lua/): what only
+/// a new lighten changes.
+pub const RUNTIME: [&str; 5] =
+    ["lighten.lua", "lighten_rewrite.lua", "lighten_core.lua", "lighten_re.lua", "lighten_plans.lua"];
+
+/// Whether `rel` (a path in the output) is one of the fixed runtime's files.
+pub fn is_runtime(rel: &std::path::Path) -> bool {
+    rel.parent() == Some(std::path::Path::new("lua"))
+        && rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| RUNTIME.contains(&n))
+}
+
+/// The identity of an output's modules: FNV-1a (64 bits) over the path and text of every
+/// Lua file, the output folder's own path left out (outputs that differ only in where
+/// they are have one identity), as hex. Equal outputs have equal identities, so a
+/// conversion run again on an unchanged site writes the same bytes.
+fn output_id(files: &[(PathBuf, String)], out_dir: &std::path::Path) -> String {
+    use crate::batch::shard::{FNV1A64_OFFSET, fnv1a64_from};
+    let out = out_dir.to_string_lossy();
+    let mut h = FNV1A64_OFFSET;
+    for (rel, text) in files {
+        if rel.extension().is_some_and(|e| e == "lua") {
+            h = fnv1a64_from(h, rel.to_string_lossy().as_bytes());
+            for (i, part) in text.split(out.as_ref()).enumerate() {
+                h = fnv1a64_from(h, if i == 0 { b"\0" } else { b"\0OUT" });
+                h = fnv1a64_from(h, part.as_bytes());
+            }
+        }
+    }
+    format!("{h:016x}")
 }

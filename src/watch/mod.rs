@@ -152,6 +152,10 @@ pub struct Finding {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Reload {
+    /// Only Lua modules and hook scripts changed: the lighttpd with this pid reads them at
+    /// its next request (mod_magnet reloads a changed hook script; the hook reloads the
+    /// modules), with no restart.
+    Reloaded { pid: u32 },
     /// A graceful restart (SIGUSR1) of the lighttpd with this pid, finished.
     Restarted { pid: u32 },
     /// Signalled, but its error log did not say it started again in time.
@@ -202,6 +206,9 @@ impl Record {
                     s.push_str(&format!(", {} answers checked against Apache's", self.checked));
                 }
                 match &self.reload {
+                    Reload::Reloaded { pid } => {
+                        s.push_str(&format!(", lighttpd {pid} reads its new Lua at the next request"))
+                    }
                     Reload::Restarted { pid } => {
                         s.push_str(&format!(", lighttpd {pid} restarted gracefully"))
                     }

@@ -168,16 +168,43 @@ local function chain_of(dir)
   return out
 end
 
+-- Whether what lighttpd's stat cache says of `path` (`seen`: inode, size, modification
+-- time, or nil) is only what the file was before the conversion now in force: the cache
+-- trusts an entry for the rest of the second it was made in, and `lighten watch` may have
+-- put conversions in force within that second.  The hook scripts keep the tables of the
+-- conversions they replaced, and when, in package.loaded["lighten:replaced"]; a value one
+-- of those recorded in the last two seconds is the cache's, not a new change.
+local function seen_before(lc, path, seen)
+  local replaced = package.loaded["lighten:replaced"]
+  if not replaced then return false end
+  local now = lc.time()
+  for i = #replaced, 1, -1 do
+    local r = replaced[i]
+    if now - r.at > 1 then break end
+    if r.htaccess.files[path] == seen then return true end
+  end
+  return false
+end
+
+-- Called by a hook script as its Lua state forgets the modules of this conversion for a
+-- new one (lighten watch wrote it): the safety net's table is kept for seen_before.
+function M.replaced(lc)
+  local now, kept = lc.time(), {}
+  for _, r in ipairs(package.loaded["lighten:replaced"] or kept) do
+    if now - r.at <= 1 then kept[#kept + 1] = r end
+  end
+  if H then kept[#kept + 1] = { at = now, htaccess = H } end
+  package.loaded["lighten:replaced"] = kept
+end
+
 -- Whether each of the folder's access files is as the conversion saw it.
-local function unchanged(d, stat)
+local function unchanged(d, lc)
   local base = d == "/" and "" or d
   for _, name in ipairs(H.names) do
     local path = base .. "/" .. name
-    local st = stat(path)
-    local was = H.files[path]
-    if st == nil then
-      if was then return false, path end
-    elseif not was or was ~= (st.st_ino .. " " .. st.st_size .. " " .. st.st_mtime) then
+    local st = lc.stat(path)
+    local seen = st and (st.st_ino .. " " .. st.st_size .. " " .. st.st_mtime)
+    if seen ~= H.files[path] and not seen_before(lc, path, seen) then
       return false, path
     end
   end
@@ -210,7 +237,7 @@ function M.htaccess_changed(dir, lc, c)
     local d = c[i]
     local v = ok[d]
     if v == nil then
-      local same, path = unchanged(d, lc.stat)
+      local same, path = unchanged(d, lc)
       v = same or path
       ok[d] = v
       if not same then

@@ -4,10 +4,11 @@
 //! nothing happens; else the new output is written to a staging folder inside the output
 //! folder and checked there (`lighttpd -tt`, `luac5.4 -p`, the preflight of every file
 //! and program it needs), then written file by file atomically, and the lighttpd running
-//! from it restarts gracefully.  A step that cannot write leaves the output in force: its
-//! .htaccess safety net answers 503 where a changed file is met, never the old answer.
-//! Steps run after filesystem events (inotify, `tree.rs`) settle, so an editor's several
-//! writes are one change.
+//! from it picks it up: at its next request when only Lua changed (mod_magnet reloads a
+//! changed hook script, which reloads the modules), else by a graceful restart.  A step
+//! that cannot write leaves the output in force: its .htaccess safety net answers 503
+//! where a changed file is met, never the old answer.  Steps run after filesystem events
+//! (inotify, `tree.rs`) settle, so an editor's several writes are one change.
 
 mod tree;
 
@@ -29,6 +30,8 @@ use std::time::{Duration, Instant, SystemTime};
 /// How long a graceful restart may take before the step says it was not seen (lighttpd
 /// lets requests in progress finish first, `server.graceful-shutdown-timeout`, 8 s).
 const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a hook script of the output looks for a new one (translate::conf's gate).
+const HOOK_TICK: Duration = Duration::from_millis(10);
 /// The staging folder inside the output folder.
 const STAGING: &str = ".lighten-watch";
 /// A change is converted at the latest this long after its first event, however busy
@@ -256,7 +259,12 @@ impl Job {
                 Some(format!("writing {}: {e:#}", self.out_dir.display())),
             );
         }
-        record.reload = self.reload();
+        // lighttpd.conf and the fixed runtime unchanged: the hook scripts reload the rest
+        // (translate::conf::OUTPUT_ID); else lighttpd restarts.
+        let restart = changed
+            .iter()
+            .any(|(rel, _)| rel.as_os_str() == "lighttpd.conf" || crate::translate::is_runtime(rel));
+        record.reload = self.reload(restart);
         done(record, Outcome::Converted, None)
     }
 
@@ -392,12 +400,17 @@ impl Job {
         }
     }
 
-    /// Restarts the lighttpd running from the output, if one does.
-    fn reload(&self) -> Reload {
+    /// Restarts the lighttpd running from the output, if one does and `restart` says so.
+    fn reload(&self, restart: bool) -> Reload {
         let conf = self.out_dir.join("lighttpd.conf");
         let Some(pid) = lighttpd::running_from(&conf, &self.runtime_dir.join("lighttpd.pid")) else {
             return Reload::NotRunning;
         };
+        if !restart {
+            // Each hook script looks for a new output once a tick: in force after one.
+            std::thread::sleep(HOOK_TICK);
+            return Reload::Reloaded { pid };
+        }
         match lighttpd::graceful_restart(pid, &self.runtime_dir.join("error.log"), RESTART_TIMEOUT) {
             Ok(Restart::Done) => Reload::Restarted { pid },
             Ok(Restart::NotSeen) => Reload::Signalled { pid },
