@@ -33,6 +33,8 @@ def plesk_file(rel, domain, root):
     text = open(os.path.join(PLESK, rel)).read()
     text = text.replace("shop.example", domain).replace("shop\\.example", domain.replace(".", "\\."))
     text = text.replace("/var/www/vhosts", root + "/var/www/vhosts")
+    # on the loopback ports the server config listens on (main_conf), as Apache serves them
+    text = text.replace("203.0.113.10:80 ", "127.0.0.1:8080 ").replace("203.0.113.10:443 ", "127.0.0.1:8443 ")
     text = text.replace("203.0.113.10", "127.0.0.1")
     for cert in ("/opt/psa/var/certificates/scfQ7bX2mKp4Lw9Hd3Ra",):
         text = text.replace(cert, root + "/cert.pem")

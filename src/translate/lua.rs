@@ -11,6 +11,12 @@ pub fn string(s: &str) -> String {
 
 pub fn bytes(b: &[u8]) -> String {
     let mut out = String::with_capacity(b.len() + 2);
+    push_bytes(&mut out, b);
+    out
+}
+
+/// Appends the literal `bytes` makes.
+fn push_bytes(out: &mut String, b: &[u8]) {
     out.push('"');
     for &c in b {
         match c {
@@ -25,20 +31,49 @@ pub fn bytes(b: &[u8]) -> String {
         }
     }
     out.push('"');
-    out
 }
 
-/// A table key: a bare name when Lua allows one, else `["..."]`.
-pub fn key(k: &str) -> String {
+/// The length of the literal `bytes` makes, if it is at most `budget`.
+fn bytes_len(b: &[u8], budget: usize) -> Option<usize> {
+    let mut n = 2;
+    for &c in b {
+        n += match c {
+            b'"' | b'\\' | b'\n' | b'\t' => 2,
+            0x20..=0x7e => 1,
+            _ => 4,
+        };
+        if n > budget {
+            return None;
+        }
+    }
+    (n <= budget).then_some(n)
+}
+
+/// Whether `k` can be a bare table key.
+fn bare_key(k: &str) -> bool {
     const RESERVED: &[&str] = &[
         "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in",
         "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
     ];
-    let ident = !k.is_empty()
+    !k.is_empty()
         && !k.as_bytes()[0].is_ascii_digit()
         && k.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
-        && !RESERVED.contains(&k);
-    if ident { k.to_string() } else { format!("[{}]", string(k)) }
+        && !RESERVED.contains(&k)
+}
+
+/// A table key: a bare name when Lua allows one, else `["..."]`.
+pub fn key(k: &str) -> String {
+    if bare_key(k) { k.to_string() } else { format!("[{}]", string(k)) }
+}
+
+fn push_key(out: &mut String, k: &str) {
+    if bare_key(k) {
+        out.push_str(k);
+    } else {
+        out.push('[');
+        push_bytes(out, k.as_bytes());
+        out.push(']');
+    }
 }
 
 /// A value being written: scalars inline, tables field by field.
@@ -86,37 +121,98 @@ impl Value {
         }
     }
 
-    /// Lua source, indented from `indent` spaces; short tables stay on one line.
+    /// Lua source, indented from `indent` spaces; short tables stay on one line (when the
+    /// line, from `indent`, is at most 100 columns).
     pub fn render(&self, indent: usize) -> String {
-        match self {
-            Value::Nil => "nil".into(),
-            Value::Bool(b) => b.to_string(),
-            Value::Int(i) => i.to_string(),
-            Value::Str(s) => string(s),
-            Value::Raw(r) => r.clone(),
+        let mut out = String::new();
+        self.render_into(&mut out, indent);
+        out
+    }
+
+    /// `render`, appended to `out`: each byte written once (a server's site data is tens
+    /// of megabytes).
+    pub fn render_into(&self, out: &mut String, indent: usize) {
+        let Value::Table(fields) = self else {
+            return self.write_flat(out);
+        };
+        if fields.is_empty() || self.flat_len(100usize.saturating_sub(indent)).is_some() {
+            return self.write_flat(out);
+        }
+        out.push_str("{\n");
+        for (k, v) in fields {
+            out.extend(std::iter::repeat_n(' ', indent + 2));
+            if let Some(k) = k {
+                push_key(out, k);
+                out.push_str(" = ");
+            }
+            v.render_into(out, indent + 2);
+            out.push_str(",\n");
+        }
+        out.extend(std::iter::repeat_n(' ', indent));
+        out.push('}');
+    }
+
+    /// The length of the one-line form, if it has no line break and is at most `budget`.
+    fn flat_len(&self, budget: usize) -> Option<usize> {
+        let n = match self {
+            Value::Nil => 3,
+            Value::Bool(b) => {
+                if *b {
+                    4
+                } else {
+                    5
+                }
+            }
+            Value::Int(i) => i.to_string().len(),
+            Value::Str(s) => bytes_len(s.as_bytes(), budget)?,
+            Value::Raw(r) if r.contains('\n') => return None,
+            Value::Raw(r) => r.len(),
+            Value::Table(fields) if fields.is_empty() => 2,
             Value::Table(fields) => {
-                if fields.is_empty() {
-                    return "{}".into();
+                // "{ " fields joined by ", " " }"
+                let mut n = 2;
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        n += 2;
+                    }
+                    if let Some(k) = k {
+                        n += if bare_key(k) { k.len() } else { bytes_len(k.as_bytes(), budget)? + 2 } + 3;
+                    }
+                    n += v.flat_len(budget.checked_sub(n)?)?;
+                    if n > budget {
+                        return None;
+                    }
                 }
-                let parts: Vec<String> = fields
-                    .iter()
-                    .map(|(k, v)| match k {
-                        Some(k) => format!("{} = {}", key(k), v.render(indent + 2)),
-                        None => v.render(indent + 2),
-                    })
-                    .collect();
-                let one_line = format!("{{ {} }}", parts.join(", "));
-                if one_line.len() + indent <= 100 && !one_line.contains('\n') {
-                    return one_line;
+                n + 2
+            }
+        };
+        (n <= budget).then_some(n)
+    }
+
+    /// The one-line form.
+    fn write_flat(&self, out: &mut String) {
+        match self {
+            Value::Nil => out.push_str("nil"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Str(s) => push_bytes(out, s.as_bytes()),
+            Value::Raw(r) => out.push_str(r),
+            Value::Table(fields) if fields.is_empty() => out.push_str("{}"),
+            Value::Table(fields) => {
+                out.push_str("{ ");
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    if let Some(k) = k {
+                        push_key(out, k);
+                        out.push_str(" = ");
+                    }
+                    v.write_flat(out);
                 }
-                let pad = " ".repeat(indent + 2);
-                let mut out = String::from("{\n");
-                for p in parts {
-                    let _ = writeln!(out, "{pad}{p},");
-                }
-                out.push_str(&" ".repeat(indent));
-                out.push('}');
-                out
+                out.push_str(" }");
             }
         }
     }
