@@ -443,6 +443,10 @@ pub struct BatchArgs {
     /// modulo N is K-1
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::batch::Shard>,
+    /// Only this account, by its domain (the DOMAIN of system/DOMAIN/, or www.DOMAIN)
+    /// (repeatable) [default: all]
+    #[arg(long = "vhost", value_name = "NAME")]
+    pub vhosts: Vec<String>,
     /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
     /// for one of them (repeatable)
     #[arg(long, value_name = "[PORT=]ADDR:PORT")]
@@ -504,6 +508,10 @@ pub struct VerifyArgs {
     /// trailing bytes, case, PATH_INFO, a # fragment, other methods, Host variants
     #[arg(long)]
     pub attack: bool,
+    /// Only this site, by ServerName or ServerAlias (repeatable): the conversion holds
+    /// only the sites named, and the derived requests are theirs [default: all]
+    #[arg(long = "vhost", value_name = "NAME")]
+    pub vhosts: Vec<String>,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -555,6 +563,10 @@ pub struct BenchArgs {
     /// A path (or full URL) to load, with --compare (repeatable) [default: /]
     #[arg(long = "path", value_name = "P")]
     pub paths: Vec<String>,
+    /// With --compare: only this site, by ServerName or ServerAlias (repeatable): the
+    /// conversion holds only the sites named, and paths go to the first [default: all]
+    #[arg(long = "vhost", value_name = "NAME", requires = "compare")]
+    pub vhosts: Vec<String>,
     /// With --compare: the published grid, -n 100 / 1,000 / 10,000 x -c 5 / 50 / 100
     #[arg(long)]
     pub matrix: bool,

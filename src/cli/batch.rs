@@ -111,7 +111,9 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
         );
     }
     let names = Names::of(s.shard);
-    let domains: Vec<String> = input.domains.iter().filter(|d| s.shard.contains(d)).cloned().collect();
+    let named = named_accounts(&input.domains, &a.vhosts).map_err(anyhow::Error::msg)?;
+    let domains: Vec<String> =
+        input.domains.iter().filter(|d| s.shard.contains(d) && named(d)).cloned().collect();
 
     // Every account on its own, in parallel; the dry run's diffs are printed in domain
     // order as soon as the accounts before them are done.
@@ -275,6 +277,34 @@ pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
         return Ok(2);
     }
     Ok(summary.exit_status)
+}
+
+/// Which accounts `--vhost` keeps (all when it names none): by domain, or the domain with
+/// `www.` before it, case aside. A name no account has is an error that lists them.
+fn named_accounts<'a>(domains: &[String], names: &'a [String]) -> Result<impl Fn(&str) -> bool + 'a, String> {
+    let account = |name: &str| {
+        let n = name.trim_end_matches('.').to_ascii_lowercase();
+        let bare = n.strip_prefix("www.").map(str::to_string);
+        domains
+            .iter()
+            .find(|d| {
+                d.eq_ignore_ascii_case(&n) || bare.as_deref().is_some_and(|b| d.eq_ignore_ascii_case(b))
+            })
+            .cloned()
+    };
+    let mut kept = Vec::new();
+    for n in names {
+        match account(n) {
+            Some(d) => kept.push(d),
+            None => {
+                return Err(format!(
+                    "--vhost {n}: no account of that domain (accounts: {})",
+                    domains.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(move |d: &str| names.is_empty() || kept.iter().any(|k| k == d))
 }
 
 /// Loads `domains` of the root (alone, inside the server-wide configuration), converts

@@ -16,7 +16,7 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
     let config_path = a.compare.clone().context("--compare needs a configuration")?;
     let opts = load_options(&a.load);
     let for_run = config::load(&config_path, &opts)?;
-    let (cfg, model) = super::load::checked(&config_path, &opts, color)?;
+    let (cfg, model) = super::convert::load_sites(&config_path, &opts, &a.vhosts, color)?;
     let default_host = verify::default_host(&model);
     let paths = if a.paths.is_empty() { vec!["/".to_string()] } else { a.paths.clone() };
     let mut loads = Vec::new();

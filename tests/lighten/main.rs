@@ -9,6 +9,7 @@ mod dry_run;
 mod explain;
 mod helpers;
 mod inspect;
+mod one_site;
 mod properties;
 mod rewrite_diff;
 mod roundtrip;

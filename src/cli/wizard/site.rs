@@ -122,8 +122,8 @@ pub fn pick(sites: &[Site], names: &[String]) -> Result<Vec<usize>, String> {
     Ok(picked)
 }
 
-/// Keeps only the sites `--vhost` names (`convert`, `watch`): the model as if the other
-/// virtual hosts were not configured. No names keeps every site.
+/// Keeps only the sites `--vhost` names (`convert`, `watch`, `verify`, `bench --compare`):
+/// the model as if the other virtual hosts were not configured. No names keeps every site.
 pub fn keep_named(model: &mut Model, sources: &SourceMap, names: &[String]) -> Result<(), String> {
     if names.is_empty() {
         return Ok(());
