@@ -377,8 +377,11 @@ pub struct SiteArgs {
     #[arg(long)]
     pub strict: bool,
     /// Only this site, by ServerName or ServerAlias (repeatable) [default: all]
-    #[arg(long = "vhost", value_name = "NAME")]
+    #[arg(long = "vhost", value_name = "NAME", conflicts_with = "all_vhosts")]
     pub vhosts: Vec<String>,
+    /// Every site (the default; for scripts that say so)
+    #[arg(long)]
+    pub all_vhosts: bool,
 }
 
 #[derive(Args, Debug)]
@@ -445,8 +448,11 @@ pub struct BatchArgs {
     pub shard: Option<crate::batch::Shard>,
     /// Only this account, by its domain (the DOMAIN of system/DOMAIN/, or www.DOMAIN)
     /// (repeatable) [default: all]
-    #[arg(long = "vhost", value_name = "NAME")]
+    #[arg(long = "vhost", value_name = "NAME", conflicts_with = "all_vhosts")]
     pub vhosts: Vec<String>,
+    /// Every site (the default; for scripts that say so)
+    #[arg(long)]
+    pub all_vhosts: bool,
     /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
     /// for one of them (repeatable)
     #[arg(long, value_name = "[PORT=]ADDR:PORT")]
@@ -510,8 +516,11 @@ pub struct VerifyArgs {
     pub attack: bool,
     /// Only this site, by ServerName or ServerAlias (repeatable): the conversion holds
     /// only the sites named, and the derived requests are theirs [default: all]
-    #[arg(long = "vhost", value_name = "NAME")]
+    #[arg(long = "vhost", value_name = "NAME", conflicts_with = "all_vhosts")]
     pub vhosts: Vec<String>,
+    /// Every site (the default; for scripts that say so)
+    #[arg(long)]
+    pub all_vhosts: bool,
     #[command(flatten)]
     pub load: LoadArgs,
 }
@@ -565,8 +574,11 @@ pub struct BenchArgs {
     pub paths: Vec<String>,
     /// With --compare: only this site, by ServerName or ServerAlias (repeatable): the
     /// conversion holds only the sites named, and paths go to the first [default: all]
-    #[arg(long = "vhost", value_name = "NAME", requires = "compare")]
+    #[arg(long = "vhost", value_name = "NAME", requires = "compare", conflicts_with = "all_vhosts")]
     pub vhosts: Vec<String>,
+    /// Every site (the default; for scripts that say so)
+    #[arg(long)]
+    pub all_vhosts: bool,
     /// With --compare: the published grid, -n 100 / 1,000 / 10,000 x -c 5 / 50 / 100
     #[arg(long)]
     pub matrix: bool,

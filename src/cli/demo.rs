@@ -11,14 +11,21 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The demo server's files: beside the binary's sources (a clone of the repository).
+/// Where the Debian package puts the demo server's files (scripts/deb.sh).
+const INSTALLED_DEMO: &str = "/usr/share/lighten/demo";
+
+/// The demo server's files: beside the binary's sources (a clone of the repository), or
+/// where the package installed them.
 fn demo_root() -> anyhow::Result<PathBuf> {
     let candidates = [
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo"),
         std::env::current_dir()?.join("fixtures/demo"),
+        PathBuf::from(INSTALLED_DEMO),
     ];
     candidates.into_iter().find(|p| p.join("var/www/vhosts").is_dir()).ok_or_else(|| {
-        anyhow::anyhow!("the demo server (fixtures/demo) is not here: run lighten demo from a clone")
+        anyhow::anyhow!(
+            "the demo server is not here (fixtures/demo of a clone, or {INSTALLED_DEMO} of the package)"
+        )
     })
 }
 

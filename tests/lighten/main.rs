@@ -10,6 +10,7 @@ mod explain;
 mod helpers;
 mod inspect;
 mod one_site;
+mod package;
 mod properties;
 mod rewrite_diff;
 mod roundtrip;
