@@ -429,9 +429,9 @@ pub struct BatchArgs {
     /// A Plesk vhosts root (the folder holding system/<domain>/conf/httpd.conf)
     pub root: PathBuf,
     /// The folder to write to: one folder per account, lighttpd.conf for them all, the
-    /// summary (created if missing)
+    /// summary (created if missing) [default: `out` in the settings file]
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     /// Accounts converted at once [default: the number of cores]
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -454,9 +454,19 @@ pub struct BatchArgs {
     #[arg(long)]
     pub all_vhosts: bool,
     /// Listen here instead of Apache's listeners: ADDR:PORT for all, or APACHEPORT=ADDR:PORT
-    /// for one of them (repeatable)
+    /// for one of them (repeatable) [default: `listen` in the settings file]
     #[arg(long, value_name = "[PORT=]ADDR:PORT")]
     pub listen: Vec<String>,
+    /// Send PHP here instead of the backend each account names: a socket path
+    /// (`unix:/run/php/php8.2-fpm.sock` or `/run/...`) or HOST:PORT [default:
+    /// `php_backend` in the settings file]
+    #[arg(long, value_name = "ADDR")]
+    pub php_backend: Option<String>,
+    /// An account that does not translate exactly is not written: it fails, stays on
+    /// Apache, and is left out of the combined configuration (also `approximations =
+    /// "refuse"` in the settings file)
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub load: LoadArgs,
 }

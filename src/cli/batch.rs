@@ -34,6 +34,10 @@ struct Settings {
     out: PathBuf,
     load: LoadOptions,
     listen: Vec<String>,
+    /// The PHP backend for every account (`--php-backend`), else each account's own.
+    php: Option<String>,
+    /// An inexact account fails (`--strict`, `approximations = "refuse"`).
+    strict: bool,
     jobs: usize,
     shard: Shard,
     dry_run: bool,
@@ -78,17 +82,24 @@ struct Done {
     problems: Vec<Problem>,
 }
 
-pub fn run(a: BatchArgs) -> anyhow::Result<i32> {
-    for l in &a.listen {
+pub fn run(a: BatchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32> {
+    // Flags win over the settings file, as for convert (`convert::site`).
+    let listen = if a.listen.is_empty() { file.listen.clone().unwrap_or_default() } else { a.listen.clone() };
+    for l in &listen {
         parse_listen(l).map_err(anyhow::Error::msg)?;
     }
-    let out = std::path::absolute(&a.out).with_context(|| format!("{}", a.out.display()))?;
+    let Some(out) = a.out.clone().or_else(|| file.out.clone()) else {
+        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
+    };
+    let out = std::path::absolute(&out).with_context(|| format!("{}", out.display()))?;
     let s = Settings {
         root: a.root.clone(),
         root_shown: std::path::absolute(&a.root).unwrap_or_else(|_| a.root.clone()).display().to_string(),
         out,
         load: load_options(&a.load),
-        listen: a.listen.clone(),
+        listen,
+        php: a.php_backend.clone().or_else(|| file.php_backend.clone()),
+        strict: a.strict || file.approximations == Some(crate::settings::Policy::Refuse),
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
         shard: a.shard.unwrap_or(Shard::ALL),
         dry_run: a.dry_run,
@@ -320,12 +331,31 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
     if let Some(f) = Failure::of(&cfg.sources, &diags) {
         return Err(f);
     }
-    let p = prepare_model(&cfg, &model, &s.out.join(folder), &s.listen, None, None)
+    let p = prepare_model(&cfg, &model, &s.out.join(folder), &s.listen, None, s.php.as_deref())
         .map_err(|e| Failure::other(format!("{e:#}")))?;
     drop(model);
     drop(cfg);
     // Paths relative to the output folder, so diffs and backups name the account.
     let mut conv = p.conv;
+    if s.strict && conv.report.inexact() {
+        let inexact: Vec<_> = conv
+            .report
+            .entries
+            .iter()
+            .filter(|e| matches!(e.fate.label(), "approximated" | "unsupported"))
+            .collect();
+        let first = inexact.first().map(|e| format!(": {} {} ({})", e.directive, e.args, e.fate.label()));
+        return Err(Failure {
+            at: inexact.first().map(|e| e.at.clone()),
+            code: None,
+            message: format!(
+                "--strict: {} directive(s) approximated or unsupported{}; nothing written, the account stays on Apache",
+                inexact.len(),
+                first.unwrap_or_default()
+            ),
+            errors: 1,
+        });
+    }
     let report = std::mem::take(&mut conv.report);
     let written: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| p.out_dir.join(rel)).collect();
     let files: Vec<(PathBuf, String)> = std::mem::take(&mut conv.files)

@@ -52,7 +52,7 @@ pub fn main() -> i32 {
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a, &settings, color),
         Command::Watch(a) => watch::run(a, &settings, color),
-        Command::Batch(a) => batch::run(a),
+        Command::Batch(a) => batch::run(a, &settings),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
         Command::Bench(a) => bench::run(a, &settings, color),

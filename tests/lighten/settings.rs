@@ -107,3 +107,69 @@ fn completions_and_man_pages_are_generated() {
     let convert = std::fs::read_to_string(dir.path().join("lighten-convert.1")).unwrap();
     assert!(convert.contains("dry\\-run"), "the page lists the flags");
 }
+
+/// batch reads the same settings file as convert: `out`, `listen`, `php_backend` and
+/// `approximations = "refuse"` (each account that does not translate exactly fails and is
+/// left out), and a flag still wins.
+#[test]
+fn batch_takes_its_defaults_from_the_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("from-settings");
+    let file = dir.path().join("lighten.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "out = {:?}\nlisten = [\"127.0.0.1:18480\"]\nphp_backend = \"127.0.0.1:9001\"\n",
+            out.display().to_string()
+        ),
+    )
+    .unwrap();
+    let f = file.to_string_lossy().into_owned();
+    let batch = ["batch", "--sysroot", "fixtures/plesk", "fixtures/plesk/var/www/vhosts"];
+    let mut args = vec!["--settings", &f];
+    args.extend(batch);
+    let r = lighten(&args);
+    assert_eq!(r.code, 1, "approximated accounts, written: {}", r.stderr);
+    let conf =
+        std::fs::read_to_string(out.join("combined/lighttpd.conf")).expect("written where the settings say");
+    assert!(conf.contains("$SERVER[\"socket\"] == \"127.0.0.1:18480\""), "the settings' listener:\n{conf}");
+    assert!(!conf.contains("0.0.0.0:80"), "Apache's listener replaced:\n{conf}");
+    assert!(
+        conf.contains("\"host\" => \"127.0.0.1\", \"port\" => 9001"),
+        "the settings' PHP backend:\n{conf}"
+    );
+    assert!(!conf.contains("php-fpm.sock"), "every account's PHP goes to the backend named:\n{conf}");
+
+    // A flag wins over the file.
+    let mut args = vec!["--settings", &f];
+    args.extend(batch);
+    args.extend(["--php-backend", "127.0.0.1:9002"]);
+    lighten(&args);
+    let conf = std::fs::read_to_string(out.join("combined/lighttpd.conf")).unwrap();
+    assert!(conf.contains("\"port\" => 9002"), "{conf}");
+
+    // approximations = "refuse": every Plesk account here approximates (Options
+    // SymLinksIfOwnerMatch at least), so each fails with the first such line and nothing of
+    // it is written.
+    let refused = dir.path().join("refused");
+    std::fs::write(
+        &file,
+        format!("out = {:?}\napproximations = \"refuse\"\n", refused.display().to_string()),
+    )
+    .unwrap();
+    let mut args = vec!["--settings", &f];
+    args.extend(batch);
+    let r = lighten(&args);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    for d in ["blog.example", "shop.example", "static.example"] {
+        assert!(
+            r.stderr.contains(&format!("lighten: {d} failed: ")) && r.stderr.contains("--strict: "),
+            "{}",
+            r.stderr
+        );
+        assert!(!refused.join(d).exists(), "{d} written");
+    }
+    let summary = std::fs::read_to_string(refused.join("batch-summary.md")).unwrap();
+    assert!(summary.contains("--strict"), "{summary}");
+    assert!(!refused.join("lighttpd.conf").exists());
+}
