@@ -6,6 +6,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics, Severity, render};
 use crate::source::{FileKind, SourceMap, Sysroot};
 use crate::{inspect, model};
 use std::io::Write;
+use std::path::Path;
 
 pub fn load_options(a: &LoadArgs) -> LoadOptions {
     LoadOptions {
@@ -41,10 +42,18 @@ pub fn run(a: InspectArgs, color: bool) -> anyhow::Result<i32> {
     if a.json {
         out.write_all(inspect::json(&model, &diags, &config.sources).as_bytes())?;
     } else {
+        // What convert would report for each directive (nothing is written): the same
+        // counts and words as report.md, convert and batch.
+        // (not for a configuration Apache would refuse: convert stops there too)
+        let fates = (code < 2).then_some(()).and_then(|()| {
+            super::convert::prepare_model(&config, &model, Path::new("lighten-inspect"), &[], None, None)
+                .ok()
+                .map(|p| p.conv.report)
+        });
         let body = if a.summary {
-            inspect::summary(&model, &config.sources)
+            inspect::summary(&model, &config.sources, fates.as_ref())
         } else {
-            inspect::text(&model, &config.sources)
+            inspect::text_with(&model, &config.sources, fates.as_ref())
         };
         out.write_all(body.as_bytes())?;
         out.flush()?;

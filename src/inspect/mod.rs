@@ -7,4 +7,4 @@ mod json;
 mod text;
 
 pub use json::{JSON_VERSION, render as json};
-pub use text::{render as text, summary};
+pub use text::{render as text, render_with as text_with, summary};

@@ -3,6 +3,7 @@
 use crate::catalogue::Status;
 use crate::model::{Htaccess, HtaccessStatus, Matcher, Model, Scope, ScopeKind, VirtualHost, describe_scope};
 use crate::source::{FileId, SourceMap, Span};
+use crate::translate::Report;
 use std::fmt::Write;
 
 /// Column at which locations start when the line is short enough.
@@ -10,8 +11,8 @@ const LOC_COLUMN: usize = 64;
 
 /// One line per virtual host and the coverage table: the view for servers with hundreds of
 /// accounts.
-pub fn summary(model: &Model, map: &SourceMap) -> String {
-    let mut p = Printer { out: String::new(), map, last_file: None };
+pub fn summary(model: &Model, map: &SourceMap, fates: Option<&Report>) -> String {
+    let mut p = Printer { out: String::new(), map, last_file: None, fates: fate_map(fates) };
     p.header(model);
     for (i, v) in model.vhosts.iter().enumerate() {
         let addrs: Vec<String> = v.addresses.iter().map(|a| a.key()).collect();
@@ -48,12 +49,18 @@ pub fn summary(model: &Model, map: &SourceMap) -> String {
         count(HtaccessStatus::Broken),
         count(HtaccessStatus::Unreachable)
     );
-    p.coverage(model);
+    p.coverage(model, fates);
     p.out
 }
 
 pub fn render(model: &Model, map: &SourceMap) -> String {
-    let mut p = Printer { out: String::new(), map, last_file: None };
+    render_with(model, map, None)
+}
+
+/// The tree, and what the conversion does with each directive when `fates` (the
+/// translation's report) is given, else what the catalogue says of each.
+pub fn render_with(model: &Model, map: &SourceMap, fates: Option<&Report>) -> String {
+    let mut p = Printer { out: String::new(), map, last_file: None, fates: fate_map(fates) };
     p.header(model);
     p.scope(&model.server, 0, "server");
     for (i, v) in model.vhosts.iter().enumerate() {
@@ -69,7 +76,7 @@ pub fn render(model: &Model, map: &SourceMap) -> String {
             p.htaccess(h);
         }
     }
-    p.coverage(model);
+    p.coverage(model, fates);
     p.out
 }
 
@@ -77,6 +84,8 @@ struct Printer<'a> {
     out: String,
     map: &'a SourceMap,
     last_file: Option<FileId>,
+    /// The translation's fate of each directive (`fate_map`), when inspect has one.
+    fates: Option<std::collections::HashMap<(String, String), &'static str>>,
 }
 
 impl Printer<'_> {
@@ -141,13 +150,18 @@ impl Printer<'_> {
             {
                 continue;
             }
-            let mark = match (d.enabled, d.status) {
-                (false, _) => "  (disabled)",
-                (true, Some(Status::Translated)) => "",
-                (true, Some(Status::Approximated)) => "  [approximated]",
-                (true, Some(Status::Ignored)) => "  [ignored]",
-                (true, Some(Status::Unsupported)) => "  [unsupported]",
-                (true, None) => "  [unknown]",
+            let fate = self
+                .fates
+                .as_ref()
+                .and_then(|f| f.get(&(self.map.line_ref(d.at), d.name.to_ascii_lowercase())).copied());
+            let mark = match (d.enabled, fate, d.status) {
+                (false, _, _) => "  (disabled)",
+                (true, Some("exact"), _) => "",
+                (true, Some("approximated"), _) => "  [approximated]",
+                (true, Some("noted"), _) => "  [noted]",
+                (true, Some("ignored"), _) => "  [ignored]",
+                (true, Some(_), _) => "  [unsupported]",
+                (true, None, status) => catalogue_mark(status),
             };
             let text = if d.args.is_empty() {
                 format!("{}{mark}", d.name)
@@ -264,8 +278,38 @@ impl Printer<'_> {
         }
     }
 
-    fn coverage(&mut self, m: &Model) {
+    fn coverage(&mut self, m: &Model, fates: Option<&Report>) {
         let c = &m.coverage;
+        if let Some(r) = fates {
+            // The words and counts of convert's report (one source of truth for a
+            // directive's fate), and what Apache does not read at all.
+            self.out.push_str("\ndirectives, as `lighten convert` reports them (report.md)\n");
+            let mut total = 0;
+            for name in ["exact", "approximated", "noted", "ignored", "unsupported"] {
+                let n = r.counts.get(name).copied().unwrap_or(0);
+                total += n;
+                let _ = writeln!(self.out, "  {name:<14}{n:>6}");
+            }
+            let _ = writeln!(self.out, "  {:<14}{:>6}", "total", total);
+            let _ = writeln!(
+                self.out,
+                "  {:<14}{:>6}  (not in force: <IfModule>, <IfDefine>, ...)",
+                "disabled", c.disabled
+            );
+            let mut names: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+            for e in r.entries.iter().filter(|e| e.fate.label() == "unsupported") {
+                *names.entry(e.directive.as_str()).or_default() += 1;
+            }
+            if !names.is_empty() {
+                let list: Vec<String> = names.iter().map(|(k, v)| format!("{k} ({v})")).collect();
+                let _ = writeln!(
+                    self.out,
+                    "  unsupported: {} (each fails closed; see report.md)",
+                    list.join(", ")
+                );
+            }
+            return;
+        }
         self.out.push_str("\ncoverage (directives by lighttpd target status)\n");
         for (name, n) in [
             ("translated", c.translated),
@@ -374,4 +418,22 @@ fn dir_depth(s: &Scope) -> usize {
         (ScopeKind::Directory, Some(Matcher::Path(p))) => p.trim_end_matches('/').matches('/').count(),
         _ => 0,
     }
+}
+
+/// A directive's mark from the catalogue, when no translation report says its fate.
+fn catalogue_mark(status: Option<Status>) -> &'static str {
+    match status {
+        Some(Status::Translated) => "",
+        Some(Status::Approximated) => "  [approximated]",
+        Some(Status::Ignored) => "  [ignored]",
+        Some(Status::Unsupported) => "  [unsupported]",
+        None => "  [unknown]",
+    }
+}
+
+/// The report's fate of each directive, by `file:line` and lowercased name.
+fn fate_map(fates: Option<&Report>) -> Option<std::collections::HashMap<(String, String), &'static str>> {
+    fates.map(|r| {
+        r.entries.iter().map(|e| ((e.at.clone(), e.directive.to_ascii_lowercase()), e.fate.label())).collect()
+    })
 }

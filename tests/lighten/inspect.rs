@@ -104,3 +104,35 @@ fn help_shows_examples() {
         assert!(out.stdout.contains("Examples:"), "{args:?} help has examples");
     }
 }
+
+/// A directive has one fate: inspect counts what convert reports for the same input
+/// (issue 15: inspect said 8 unsupported where convert said 24 for the Plesk fixture).
+#[test]
+fn inspect_counts_what_convert_reports() {
+    for name in ["plesk", "magento2", "wordpress"] {
+        let f = fixtures("fixtures").into_iter().find(|f| f.name == name).expect("fixture");
+        let args = f.inspect_args();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let inspect = lighten(&args);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_string_lossy().into_owned();
+        let mut conv: Vec<&str> = vec!["convert", "--out", &out];
+        conv.extend(&args[1..]);
+        let convert = lighten(&conv);
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
+        let counts = report["counts"].as_object().expect("counts");
+        assert!(!counts.is_empty(), "{name}: {}", convert.stderr);
+        for fate in ["exact", "approximated", "noted", "ignored", "unsupported"] {
+            let n = counts.get(fate).and_then(|v| v.as_u64()).unwrap_or(0);
+            let line = format!("\n  {fate:<14}{n:>6}\n");
+            assert!(inspect.stdout.contains(&line), "{name}: inspect has no {line:?}:\n{}", inspect.stdout);
+            // and convert's own line says the same
+            if n > 0 {
+                assert!(convert.stdout.contains(&format!("{n} {fate}")), "{name}: {}", convert.stdout);
+            }
+        }
+        let marks = inspect.stdout.matches("  [approximated]").count() as u64;
+        assert_eq!(marks, counts.get("approximated").and_then(|v| v.as_u64()).unwrap_or(0), "{name}");
+    }
+}

@@ -130,11 +130,14 @@ impl Trees {
         }
         for d in new_dirs {
             if self.recursive.iter().any(|r| d.starts_with(r)) {
+                // Watched first, then listed: a file written between the two is then seen
+                // by one or the other (listed first, one written before the watch was
+                // added went unseen; the watch test caught it under load).
+                self.add_below(&d)?;
                 // A folder created (or moved in) with files already in it: each is a change.
                 for e in walkdir::WalkDir::new(&d).min_depth(1).follow_links(false).into_iter().flatten() {
                     out.push(Seen { path: e.path().to_path_buf(), dir: e.file_type().is_dir() });
                 }
-                self.add_below(&d)?;
             }
         }
         Ok(out)
