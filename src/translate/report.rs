@@ -89,6 +89,10 @@ impl Report {
                 continue;
             }
             out.push_str(&format!("\n## {title}\n\n"));
+            // The same directive, arguments and fate in several places (a Plesk template in
+            // every account) is one line with every place, in the order first met.
+            let mut lines: Vec<(Vec<&str>, String)> = Vec::new();
+            let mut index: BTreeMap<String, usize> = BTreeMap::new();
             for e in list {
                 let why = match &e.fate {
                     Fate::Exact => String::new(),
@@ -102,7 +106,19 @@ impl Report {
                 } else {
                     e.args.clone()
                 };
-                out.push_str(&format!("- `{}` {} `{}`{why}\n", e.at, e.directive, args.replace('`', "'")));
+                let rest = format!("{} `{}`{why}", e.directive, args.replace('`', "'"));
+                match index.get(&rest) {
+                    Some(&k) => lines[k].0.push(&e.at),
+                    None => {
+                        index.insert(rest.clone(), lines.len());
+                        lines.push((vec![&e.at], rest));
+                    }
+                }
+            }
+            for (places, rest) in lines {
+                let at: Vec<String> = places.iter().map(|p| format!("`{p}`")).collect();
+                let n = if places.len() > 1 { format!(" ({} places)", places.len()) } else { String::new() };
+                out.push_str(&format!("- {} {rest}{n}\n", at.join(", ")));
             }
         }
         out
