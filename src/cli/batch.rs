@@ -338,12 +338,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
     // Paths relative to the output folder, so diffs and backups name the account.
     let mut conv = p.conv;
     if s.strict && conv.report.inexact() {
-        let inexact: Vec<_> = conv
-            .report
-            .entries
-            .iter()
-            .filter(|e| matches!(e.fate.label(), "approximated" | "unsupported"))
-            .collect();
+        let inexact: Vec<_> = conv.report.inexact_entries().collect();
         let first = inexact.first().map(|e| format!(": {} {} ({})", e.directive, e.args, e.fate.label()));
         return Err(Failure {
             at: inexact.first().map(|e| e.at.clone()),

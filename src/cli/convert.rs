@@ -123,9 +123,7 @@ pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i
     conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch, &std::env::current_dir()?));
     if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
-        for e in
-            conv.report.entries.iter().filter(|e| matches!(e.fate.label(), "approximated" | "unsupported"))
-        {
+        for e in conv.report.inexact_entries() {
             eprintln!("  {} {} {}: {}", e.at, e.directive, e.args, e.fate.label());
         }
         return Ok(2);

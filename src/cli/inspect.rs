@@ -45,11 +45,13 @@ pub fn run(a: InspectArgs, color: bool) -> anyhow::Result<i32> {
         // What convert would report for each directive (nothing is written): the same
         // counts and words as report.md, convert and batch.
         // (not for a configuration Apache would refuse: convert stops there too)
-        let fates = (code < 2).then_some(()).and_then(|()| {
+        let fates = if code < 2 {
             super::convert::prepare_model(&config, &model, Path::new("lighten-inspect"), &[], None, None)
                 .ok()
                 .map(|p| p.conv.report)
-        });
+        } else {
+            None
+        };
         let body = if a.summary {
             inspect::summary(&model, &config.sources, fates.as_ref())
         } else {

@@ -63,7 +63,12 @@ impl Report {
     /// Whether anything that changes answers was approximated or refused (exit status 1);
     /// notes and ignored directives do not count.
     pub fn inexact(&self) -> bool {
-        self.entries.iter().any(|e| matches!(e.fate, Fate::Approximated { .. } | Fate::Unsupported { .. }))
+        self.inexact_entries().next().is_some()
+    }
+
+    /// The entries that make a conversion inexact (approximated or unsupported), in order.
+    pub fn inexact_entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| matches!(e.fate, Fate::Approximated { .. } | Fate::Unsupported { .. }))
     }
 
     pub fn to_json(&self) -> String {
