@@ -1078,7 +1078,7 @@ pub fn auth_block(
         need(NeedKind::PasswordFile, &file, a.auth_user_file.as_ref().map(|f| f.span));
         let realm = a.auth_name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
         out.push_str(&format!(
-            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: lighten.lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n{open}    }}\n",
+            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: the Lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n{open}    }}\n",
             q(&re),
             q(&file),
             q(&realm),

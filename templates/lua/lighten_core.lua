@@ -773,6 +773,14 @@ local function config_for(site, fname, kind)
   return dc
 end
 
+-- Whether the user lighttpd's mod_auth authenticated passes a folder's `Require
+-- valid-user` or `Require user` (dc.auth): only a login checked against the folder's own
+-- AuthUserFile counts, never another realm's.
+local function login_ok(cx, a)
+  local user = cx.user
+  return user ~= nil and cx.auth_file == a.file and (a.users == nil or a.users[user] == true)
+end
+
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
 -- (it hides dotfiles only): one that is denied.  Then the listing is refused rather than
 -- showing the name.  Only sites with a denial anywhere look.
@@ -787,7 +795,8 @@ local function listing_hides(cx, dir)
       -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
       if cx.site.links and cx.site.links[p] == false and stat(p) ~= "missing" then return true end
       local d = stat(p) == "dir" and p or dir
-      if dirconf(cx.site, trim_end_slashes(d), name).denied then return true end
+      local dc = dirconf(cx.site, trim_end_slashes(d), name)
+      if dc.denied or (dc.auth and not login_ok(cx, dc.auth)) then return true end
     end
   end
   return false
@@ -931,6 +940,12 @@ function round(cx, uri, args)
   -- SSLRequireSSL: mod_ssl's access check comes first.
   if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
+  if dc.auth and not login_ok(cx, dc.auth) then
+    -- mod_auth_basic asks for the password again (AuthType Basic), else 403
+    if not dc.auth.realm then return 403 end
+    cx.realm = dc.auth.realm
+    return 401
+  end
 
   local pending, pending_args
   local rules = dc.rules
@@ -1250,7 +1265,7 @@ local function plain_target(site, target)
   if site.server_rules or (site.translate and site.translate(target)) then return false end
   local path = site.docroot .. target
   local dc = config_for(site, path, "file")
-  if dc.broken or dc.denied or dc.env or dc.redirects or dc.require_ssl or (dc.rules and not (dc.symlinks and dc.files_pass))
+  if dc.broken or dc.denied or dc.auth or dc.env or dc.redirects or dc.require_ssl or (dc.rules and not (dc.symlinks and dc.files_pass))
     or handler(dc, path) == "php" then
     return false
   end
@@ -1349,6 +1364,14 @@ end
 local function decide(site, r, method, target, https)
   local key = #target <= plans.TARGET and ((https and "s " or "- ") .. method .. " " .. target) or nil
   local headers = r.req_header
+  -- The user lighttpd's mod_auth authenticated, and against which password file
+  -- (lighttpd.conf's auth blocks set X-Lighten-Auth-File; it is not for the backend).
+  local user, auth_file
+  if site.auth then
+    user, auth_file = r.req_env["REMOTE_USER"], headers["X-Lighten-Auth-File"]
+    if auth_file then headers["X-Lighten-Auth-File"] = "" end
+    if key then key = key .. "\0" .. (user or "") .. "\0" .. (auth_file or "") end
+  end
   if key then
     local p = plans.find(site, key, headers, stat)
     if p then return p.cx, p.status, p.vary end
@@ -1356,7 +1379,7 @@ local function decide(site, r, method, target, https)
   local rd = plans.reads()
   local cx = {
     site = site, https = https, method = method, orig_method = method, target = target,
-    headers = plans.recorder(headers, rd),
+    headers = plans.recorder(headers, rd), user = user, auth_file = auth_file,
   }
   reads = rd
   local status = run(cx)
@@ -1388,6 +1411,9 @@ function M.physical(l, site)
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
   if plans.htaccess_refused(l.c, cx.asked, cx.script or cx.path or cx.filename) then return 503 end
+  if cx.realm and (status == 401 or cx.error_round == 401) then
+    r.resp_header["WWW-Authenticate"] = 'Basic realm="' .. cx.realm .. '"'
+  end
   local served = (status == 200 or cx.error_round) and cx.served
   if served == "file" then
     return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary,

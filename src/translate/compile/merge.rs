@@ -11,7 +11,7 @@ use crate::model::headers::HeaderRule;
 use crate::model::mime::Handler;
 use crate::model::rewrite::RewriteRule;
 use crate::model::{Scope, ScopeKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::eval::dirconf::opt;
 use crate::eval::dirconf::option_bit;
@@ -25,6 +25,10 @@ pub struct Merged<'m> {
     /// Require lists of enclosing sections that must grant too (`AuthMerging And`).
     pub authz_and: Vec<&'m [Authz]>,
     pub legacy: Option<&'m AccessConfig>,
+    /// AuthType, AuthName and AuthUserFile, each the last in merge order.
+    pub auth_type: Option<&'m str>,
+    pub auth_name: Option<&'m str>,
+    pub auth_user_file: Option<&'m str>,
     pub options: u8,
     pub index: Option<&'m [String]>,
     pub slash: bool,
@@ -61,6 +65,9 @@ impl Default for Merged<'_> {
             authz: None,
             authz_and: Vec::new(),
             legacy: None,
+            auth_type: None,
+            auth_name: None,
+            auth_user_file: None,
             options: opt::SYM_LINKS,
             index: None,
             slash: true,
@@ -133,6 +140,15 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     }
     if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
         m.legacy = Some(a);
+    }
+    if let Some(t) = &a.auth_type {
+        m.auth_type = Some(&t.value);
+    }
+    if let Some(n) = &a.auth_name {
+        m.auth_name = Some(&n.value);
+    }
+    if let Some(f) = &a.auth_user_file {
+        m.auth_user_file = Some(&f.value);
     }
     for line in &st.options {
         if line.changes.iter().all(|(sign, _)| *sign == '=') {
@@ -263,10 +279,53 @@ pub fn static_authz(z: &Authz) -> Option<bool> {
     }
 }
 
+/// What access control decides for a merged configuration: nothing to check, a status
+/// whatever the request, or a login (`Require valid-user`, `Require user ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    Open,
+    Denied(u16),
+    /// The users that pass (`None`: any valid user); a login counts only when lighttpd's
+    /// mod_auth checked it against `file`, the folder's AuthUserFile.  Without a user
+    /// (or with another), 401 with `realm` when there is an AuthType, else 403.
+    Login {
+        users: Option<BTreeSet<String>>,
+        file: Option<String>,
+        realm: Option<String>,
+    },
+}
+
+/// What one Require list (an implicit `<RequireAny>`) grants: everybody, nobody, or the
+/// users it names (`None`: any valid user).  Only lists of `Require all`, `valid-user`,
+/// `user` and containers decided without a request (as check_scope lets in).
+fn list_grants(list: &[Authz]) -> Option<Option<Option<BTreeSet<String>>>> {
+    if list.iter().any(|z| static_authz(z) == Some(true)) {
+        return Some(None);
+    }
+    let mut any = false;
+    let mut users = BTreeSet::new();
+    for z in list {
+        if let Authz::Require { negated: false, provider, args, .. } = z {
+            match provider.to_ascii_lowercase().as_str() {
+                "valid-user" => any = true,
+                "user" => users.extend(args.iter().cloned()),
+                _ => {}
+            }
+        }
+    }
+    if any {
+        Some(Some(None))
+    } else if users.is_empty() {
+        None
+    } else {
+        Some(Some(Some(users)))
+    }
+}
+
 impl Merged<'_> {
-    /// The status access control answers with (as lighten.lua's `access` decides it),
-    /// for configurations whose rules need no request.
-    pub fn denied(&self) -> Option<u16> {
+    /// What access control answers (as lighten.lua's `access` decides it), for
+    /// configurations whose rules need no request but, at most, the user.
+    pub fn access(&self) -> Access {
         let legacy = self.legacy.map(|l| {
             // `from all` only (checked before compiling).
             let allow = !l.allow.is_empty();
@@ -279,14 +338,33 @@ impl Merged<'_> {
             (allows, any)
         });
         match legacy {
-            Some((true, true)) => return None,
-            Some((false, false)) => return Some(403),
+            Some((true, true)) => return Access::Open,
+            Some((false, false)) => return Access::Denied(403),
             _ => {}
         }
-        let grants = |list: &[Authz]| list.iter().any(|z| static_authz(z) == Some(true));
-        match self.authz {
-            Some(list) if !grants(list) || !self.authz_and.iter().all(|p| grants(p)) => Some(403),
-            _ => None,
+        let Some(list) = self.authz else { return Access::Open };
+        // AuthMerging And: every list in force must grant; the users are those all let in.
+        let mut users: Option<Option<BTreeSet<String>>> = None;
+        for l in self.authz_and.iter().copied().chain(std::iter::once(list)) {
+            match list_grants(l) {
+                None => return Access::Denied(403),
+                Some(None) => {}
+                Some(Some(these)) => {
+                    users = Some(match (users.take().flatten(), these) {
+                        (None, t) => t,
+                        (Some(u), None) => Some(u),
+                        (Some(u), Some(t)) => Some(u.intersection(&t).cloned().collect()),
+                    });
+                }
+            }
+        }
+        match users {
+            None => Access::Open,
+            Some(users) => Access::Login {
+                users,
+                file: self.auth_user_file.map(str::to_string),
+                realm: self.auth_type.map(|_| self.auth_name.unwrap_or("").to_string()),
+            },
         }
     }
 }

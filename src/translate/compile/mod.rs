@@ -384,6 +384,9 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let refuses = host_links.links.values().any(Option::is_none);
     t.set("links", host_links.lua());
     t.set("may_hide", w.may_hide || refuses);
+    if w.auth {
+        t.set("auth", true);
+    }
     // Whether responses get mod_expires, mod_headers or mod_deflate's Vary.
     t.set("finish", response);
     let mut exts = lua::Value::table();
@@ -483,17 +486,24 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
         return at("FallbackResource");
     }
     let a = st.access();
-    if a.auth_type.is_some()
-        || a.auth_name.is_some()
-        || a.auth_user_file.is_some()
+    // Basic authentication against a password file, as lighttpd's mod_auth checks it
+    // (conf::auth_block); in the server or virtual host itself it stays interpreted.
+    let auth = a.auth_type.is_some() || a.auth_name.is_some() || a.auth_user_file.is_some();
+    if (auth && top)
+        || a.auth_type.as_ref().is_some_and(|t| !t.value.eq_ignore_ascii_case("basic"))
         || a.auth_group_file.is_some()
+        || a.auth_basic_provider.iter().any(|p| !p.eq_ignore_ascii_case("file"))
     {
         return at("authentication");
     }
     for z in &a.require {
-        merge::static_authz(z).ok_or_else(|| {
-            format!("a Require the compiler does not decide ({})", crate::model::describe_scope(s))
-        })?;
+        let login = matches!(z, crate::model::access::Authz::Require { negated: false, provider, .. }
+            if !top && (provider.eq_ignore_ascii_case("valid-user") || provider.eq_ignore_ascii_case("user")));
+        if !login {
+            merge::static_authz(z).ok_or_else(|| {
+                format!("a Require the compiler does not decide ({})", crate::model::describe_scope(s))
+            })?;
+        }
     }
     for r in a.allow.iter().chain(&a.deny) {
         if !r.from.iter().all(|h| h.eq_ignore_ascii_case("all")) {
@@ -581,6 +591,8 @@ struct Writer<'s, 'a> {
     masks: Vec<String>,
     response: bool,
     may_hide: bool,
+    /// Whether a record asks for a login (the decision cache then keys on the user).
+    auth: bool,
 }
 
 impl<'s, 'a> Writer<'s, 'a> {
@@ -604,6 +616,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             masks: Vec::new(),
             response: false,
             may_hide: false,
+            auth: false,
         }
     }
 
@@ -702,9 +715,28 @@ impl<'s, 'a> Writer<'s, 'a> {
         if m.require_ssl {
             t.set("require_ssl", true);
         }
-        if let Some(status) = m.denied() {
-            t.set("denied", status as i64);
-            self.may_hide = true;
+        match m.access() {
+            merge::Access::Open => {}
+            merge::Access::Denied(status) => {
+                t.set("denied", status as i64);
+                self.may_hide = true;
+            }
+            merge::Access::Login { users, file, realm } => {
+                let mut a = lua::Value::table();
+                // (the path as lighttpd.conf's auth block names it in X-Lighten-Auth-File)
+                a.set("file", file.map(|f| (self.site.map_path)(&f)));
+                a.set("realm", realm);
+                if let Some(users) = users {
+                    let mut u = lua::Value::table();
+                    for name in users {
+                        u.set(&name, true);
+                    }
+                    a.set("users", u);
+                }
+                t.set("auth", a);
+                self.may_hide = true;
+                self.auth = true;
+            }
         }
         if let Some(rw) = &m.rewrite
             && rw.engine
