@@ -864,6 +864,28 @@ impl<'m> Engine<'m> {
         let mut trace = std::mem::take(&mut self.trace);
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, url, &mut trace);
         self.trace = trace;
+        // The internal redirect is a request of its own: access control runs on where it
+        // leads (only the rewrite rules are skipped).
+        self.last_dc = Some(self.merged_error_docs(&dc));
+        if let Some(h) = dc.broken {
+            self.note(h.scope.as_ref().map(|s| s.at), format!("{} makes Apache answer 500", h.path));
+            return done(500, Served::Error);
+        }
+        for rule in self.perdir_setenvif(&dc) {
+            apply_setenvif(rule, self.req, &self.uri, &mut self.env);
+        }
+        let client = access::Client {
+            ip: self.req.remote,
+            method: &self.method,
+            env: &self.env,
+            has_credentials: self.req.header("Authorization").is_some(),
+        };
+        let (denied, why) = access::check(&dc, &client);
+        let at = access::deciding_span(&dc, &why);
+        self.note(at, format!("access: {why}"));
+        if let Some(status) = denied {
+            return done(status, Served::Error);
+        }
         self.handle(&dc, &fname, path_info, kind)
     }
 

@@ -1191,6 +1191,16 @@ function Ctx:serve_after_end(url, args)
   self.filename, self.path_info = fname, path_info
   if not through_links(self.v.links, fname) then return done(403) end
   local dc = self:dir_config(fname, kind == "dir", url)
+  -- The internal redirect is a request of its own: access control runs on where it
+  -- leads (only the rewrite rules are skipped).
+  if dc.broken then return done(500) end
+  for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
+  if self.user and dc.auth_user_file and self.auth_file ~= dc.auth_user_file then self.user = nil end
+  local denied, wants_user = self:access(dc)
+  if denied then
+    if wants_user then return done(401, { type = "error", realm = dc.auth_name }) end
+    return done(denied)
+  end
   return self:handle(dc, fname, path_info, kind)
 end
 

@@ -734,7 +734,9 @@ end
 
 -- The compiled configuration of a folder and a name in it (site.dirconf), remembered per
 -- site: the records are constants, and a busy site asks for the same few again and again.
-local function dirconf(site, dir, base)
+local function dirconf(site, dir, base, uri)
+  -- (with <Location> sections the URL decides too: config_for keeps those by URL)
+  if site.locations then return site.dirconf(dir, base, uri) end
   local memo = site.memo
   if not memo then
     memo = { n = 0 }
@@ -758,17 +760,20 @@ local function dirconf(site, dir, base)
   return dc
 end
 
--- The configuration for a walked path, remembered by the path itself.
-local function config_for(site, fname, kind)
+-- The configuration for a walked path, remembered by the path itself (and the URL-path
+-- `uri` it was asked by, for a site with <Location> sections; nil leaves them out).
+local function config_for(site, fname, kind, uri)
   local memo = memo_of(site, kind == "dir" and "paths_dir" or "paths")
-  local dc = memo[fname]
+  local key = fname
+  if site.locations and uri then key = uri .. "\0" .. fname end
+  local dc = memo[key]
   if dc then return dc end
   -- <Files> see the name after the last slash, as Apache's file walk takes it: "" for
   -- a folder asked for with its trailing slash.
   local name = basename(fname)
   if kind == "dir" and byte(fname, -1) == 47 then name = "" end
-  dc = dirconf(site, kind == "dir" and trim_end_slashes(fname) or parent(fname), name)
-  memo[fname] = dc
+  dc = dirconf(site, kind == "dir" and trim_end_slashes(fname) or parent(fname), name, uri)
+  memo[key] = dc
   memo.n = memo.n + 1
   return dc
 end
@@ -789,17 +794,32 @@ local function listing_hides(cx, dir)
   local names = lighty.c.readdir(dir)
   if type(names) ~= "function" then return true end
   local base = byte(dir, -1) == 47 and dir or (dir .. "/")
+  local url = byte(cx.uri, -1) == 47 and cx.uri or (cx.uri .. "/")
   for name in names do
     if byte(name, 1) ~= 46 then
       local p = base .. name
       -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
       if cx.site.links and cx.site.links[p] == false and stat(p) ~= "missing" then return true end
       local d = stat(p) == "dir" and p or dir
-      local dc = dirconf(cx.site, trim_end_slashes(d), name)
+      local dc = dirconf(cx.site, trim_end_slashes(d), name, url .. name)
       if dc.denied or (dc.auth and not login_ok(cx, dc.auth)) then return true end
     end
   end
   return false
+end
+
+-- Access control for a folder's configuration: the status it refuses with, or nil.
+local function access_refused(cx, dc)
+  -- SSLRequireSSL: mod_ssl's access check comes first.
+  if dc.require_ssl and not cx.https then return 403 end
+  if dc.denied then return dc.denied end
+  if dc.auth and not login_ok(cx, dc.auth) then
+    -- mod_auth_basic asks for the password again (AuthType Basic), else 403
+    if not dc.auth.realm then return 403 end
+    cx.realm = dc.auth.realm
+    return 401
+  end
+  return nil
 end
 
 -- The handler's answer for a mapped file: the status and what serves it.
@@ -847,7 +867,14 @@ local function serve_after_end(cx, url, args)
   local fname, path_info, kind = walk(site.docroot .. url)
   cx.filename, cx.path_info = fname, path_info
   if site.links and not through_links(site.links, fname) then return 403 end
-  local dc = config_for(site, fname, kind)
+  local dc = config_for(site, fname, kind, cx.uri)
+  -- The internal redirect is a request of its own: access control runs on where it
+  -- leads (only the rewrite rules are skipped).
+  cx.errdocs = dc.errdocs
+  if dc.broken then return 500 end
+  if dc.env then dc.env(cx) end
+  local refused = access_refused(cx, dc)
+  if refused then return refused end
   return handle(cx, dc, fname, path_info, kind)
 end
 
@@ -933,19 +960,12 @@ function round(cx, uri, args)
   local fname, path_info, kind = walk(filename)
   cx.filename, cx.path_info = fname, path_info
   if site.links and not through_links(site.links, fname) then return 403 end
-  local dc = config_for(site, fname, kind)
+  local dc = config_for(site, fname, kind, cx.uri)
   cx.errdocs = dc.errdocs
   if dc.broken then return 500 end
   if dc.env then dc.env(cx) end
-  -- SSLRequireSSL: mod_ssl's access check comes first.
-  if dc.require_ssl and not cx.https then return 403 end
-  if dc.denied then return dc.denied end
-  if dc.auth and not login_ok(cx, dc.auth) then
-    -- mod_auth_basic asks for the password again (AuthType Basic), else 403
-    if not dc.auth.realm then return 403 end
-    cx.realm = dc.auth.realm
-    return 401
-  end
+  local refused = access_refused(cx, dc)
+  if refused then return refused end
 
   local pending, pending_args
   local rules = dc.rules
@@ -1264,7 +1284,7 @@ local function plain_target(site, target)
   -- the server read the request, so its hosts take the decision cache's way)
   if site.server_rules or (site.translate and site.translate(target)) then return false end
   local path = site.docroot .. target
-  local dc = config_for(site, path, "file")
+  local dc = config_for(site, path, "file", target)
   if dc.broken or dc.denied or dc.auth or dc.env or dc.redirects or dc.require_ssl or (dc.rules and not (dc.symlinks and dc.files_pass))
     or handler(dc, path) == "php" then
     return false
@@ -1507,6 +1527,7 @@ function M.response(l, site)
     local st = l.c.stat(fname)
     mtime = st and st.st_mtime
   end
+  -- (<Location> sections hold only Options and access control: nothing of this stage)
   finish(r.resp_header, site, config_for(site, fname, kind), new_status or status, mtime,
     tonumber(r.resp_header["Content-Length"] or ""), r.req_env["no-gzip"], errdoc)
   return new_status or 0

@@ -114,7 +114,11 @@ fn wizard_in_a_terminal_migrates_the_sites_picked() {
     let conf = std::fs::read_to_string(out_dir.join("lighttpd.conf")).expect("lighttpd.conf written");
     assert!(conf.contains("blog\\.example") && conf.contains("static\\.example"), "{conf}");
     assert!(!conf.contains("shop\\.example"), "shop.example was not picked:\n{conf}");
-    for f in ["report.md", "report.json", "lua/lighten.lua", "lua/lighten_site.lua"] {
+    // Both sites picked compile (no interpreter in the output).
+    assert!(!out_dir.join("lua/lighten.lua").exists(), "lua/lighten.lua written for compiled sites");
+    for f in
+        ["report.md", "report.json", "lua/lighten_core.lua", "lua/blog_example.lua", "lua/static_example.lua"]
+    {
         assert!(out_dir.join(f).is_file(), "{f} missing");
     }
     if verify {

@@ -43,6 +43,9 @@ pub struct Compiled {
 /// The most `<Files>` sections that may apply in one folder: each one doubles the
 /// records written for it.
 const MAX_FILES: usize = 4;
+/// The most `<Files>` and `<Location>` sections together (Plesk's vhost with PHP in
+/// `<Files>` and its four statistics and Let's Encrypt `<Location>` sections has 7).
+const MAX_SECTIONS: usize = 7;
 
 /// What applies in one folder: the scopes in merge order, each with the directory its
 /// rules are relative to.
@@ -175,6 +178,21 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         anchors.push(a);
     }
 
+    // <Location> and <LocationMatch> of the server, then of the virtual host (config order).
+    let locations: Vec<&Scope> = std::iter::once(&model.server)
+        .chain(vscope)
+        .flat_map(|t| t.children.iter())
+        .filter(|c| c.enabled && matches!(c.kind, ScopeKind::Location | ScopeKind::LocationMatch))
+        .collect();
+    if let Some(a) = anchors.iter().find(|a| a.files.len() + locations.len() > MAX_SECTIONS) {
+        return Err(format!(
+            "{} <Files> and {} <Location> sections apply in {}",
+            a.files.len(),
+            locations.len(),
+            a.dir
+        ));
+    }
+
     let mut w = Writer::new(site, &docroot);
     // Whether an ErrorDocument can answer here (the header functions then take `errdoc`).
     fn has_errdocs(s: &Scope) -> bool {
@@ -191,7 +209,8 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let mut root_record: Option<String> = None;
     for (ai, a) in anchors.iter().enumerate().rev() {
         let mut names = Vec::new();
-        for mask in 0..(1usize << a.files.len()) {
+        let nf = a.files.len();
+        for mask in 0..(1usize << (nf + locations.len())) {
             let mut m = Merged::default();
             apply(&mut m, &model.server, "/");
             if let Some(v) = vscope {
@@ -200,14 +219,14 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
             for (s, dir, _) in &a.chain {
                 apply(&mut m, s, dir);
             }
-            let mut applied = Vec::new();
-            for (k, f) in a.files.iter().enumerate() {
+            let (mut applied, mut at_urls) = (Vec::new(), Vec::new());
+            for (k, f) in a.files.iter().chain(&locations).enumerate() {
                 if mask & (1 << k) != 0 {
                     apply(&mut m, f, &format!("{}/", a.dir));
-                    applied.push(describe(w.site, f));
+                    if k < nf { &mut applied } else { &mut at_urls }.push(describe(w.site, f));
                 }
             }
-            let title = if applied.is_empty() {
+            let title = if applied.is_empty() && at_urls.is_empty() {
                 let rel = match a.dir.strip_prefix(&docroot) {
                     Some("") => "DOCROOT".to_string(),
                     Some(r) => format!("DOCROOT{r}"),
@@ -218,7 +237,17 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                     if from.is_empty() { "the server's defaults".to_string() } else { from.join(", ") };
                 format!("{rel} and the folders under it: {from}")
             } else {
-                format!("  ... for names matching {}", applied.join(" and "))
+                let names = if applied.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for names matching {}", applied.join(" and "))
+                };
+                let urls = if at_urls.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at URLs in {}", at_urls.join(" and "))
+                };
+                format!("  ...{names}{urls}")
             };
             let base_name = names.first().cloned().or(root_record.clone());
             let base_value = base_name.as_ref().and_then(|b| w.record_values.get(b).cloned());
@@ -236,8 +265,14 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let mut f = String::new();
     f.push_str("-- The configuration of folder `dir` for the name `base` in it: the records above,\n");
     f.push_str("-- by the deepest folder with configuration of its own and the <Files> sections\n");
-    f.push_str("-- that match the name.\n");
-    f.push_str("local function dirconf(dir, base)\n");
+    if locations.is_empty() {
+        f.push_str("-- that match the name.\n");
+        f.push_str("local function dirconf(dir, base)\n");
+    } else {
+        f.push_str("-- that match the name, and the <Location> sections that match the URL-path `uri`\n");
+        f.push_str("-- (none for nil: they hold only Options and access control).\n");
+        f.push_str("local function dirconf(dir, base, uri)\n");
+    }
     for (a, names) in anchors.iter().zip(&anchor_records) {
         let is_root = a.dir == docroot;
         let indent = if is_root { "  " } else { "    " };
@@ -256,12 +291,16 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
             };
             let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
         }
-        if a.files.is_empty() || names.iter().all(|n| *n == names[0]) {
+        if names.iter().all(|n| *n == names[0]) {
             let _ = writeln!(f, "{indent}return {}", names[0]);
         } else {
             let _ = writeln!(f, "{indent}local m = 1");
-            for (k, s) in a.files.iter().enumerate() {
-                let test = w.files_test(s)?;
+            for (k, s) in a.files.iter().chain(&locations).enumerate() {
+                // (a bit that changes nothing here is not tested)
+                if names.iter().enumerate().all(|(j, n)| *n == names[j & !(1 << k)]) {
+                    continue;
+                }
+                let test = if k < a.files.len() { w.files_test(s)? } else { w.location_test(s)? };
                 let _ = writeln!(f, "{indent}-- {}", describe(w.site, s));
                 let _ = writeln!(f, "{indent}if {test} then m = m + {} end", 1 << k);
             }
@@ -386,6 +425,9 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     t.set("may_hide", w.may_hide || refuses);
     if w.auth {
         t.set("auth", true);
+    }
+    if !locations.is_empty() {
+        t.set("locations", true);
     }
     // Whether responses get mod_expires, mod_headers or mod_deflate's Vary.
     t.set("finish", response);
@@ -549,6 +591,7 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
             }
             ScopeKind::Directory if top && matches!(c.matcher, Some(Matcher::Path(_))) => {}
             ScopeKind::VirtualHost if top => {}
+            ScopeKind::Location | ScopeKind::LocationMatch if top => check_location(c)?,
             ScopeKind::Directory
             | ScopeKind::DirectoryMatch
             | ScopeKind::Location
@@ -564,6 +607,29 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A `<Location>` or `<LocationMatch>` of the server or the virtual host: this tier
+/// carries those that hold Options and access directives only (what Plesk writes for
+/// /plesk-stat/ and the Let's Encrypt folder), merged into the records after the
+/// `<Files>` sections, as Apache's location walk comes after its file walk.
+fn check_location(c: &Scope) -> Result<(), String> {
+    const CARRIED: [&str; 6] = ["Options", "Require", "Order", "Allow", "Deny", "Satisfy"];
+    let what = crate::model::describe_scope(c);
+    if let Some(Matcher::Path(p)) = &c.matcher
+        && p.contains(['*', '?', '['])
+    {
+        return Err(format!("the wildcard {what}"));
+    }
+    if let Some(d) =
+        c.directives.iter().find(|d| d.enabled && !CARRIED.iter().any(|n| d.name.eq_ignore_ascii_case(n)))
+    {
+        return Err(format!("{} in {what}", d.name));
+    }
+    if c.children.iter().any(|x| x.enabled) {
+        return Err(format!("sections inside {what}"));
+    }
+    check_scope(c, false)
 }
 
 /// The text of the module being written.
@@ -685,6 +751,36 @@ impl<'s, 'a> Writer<'s, 'a> {
     }
 
     /// The Lua test of a `<Files>` section against `base`.
+    /// The test of `uri` a `<Location>` or `<LocationMatch>` makes (as lighten.lua's
+    /// `location_match`): the path itself, a prefix ending in or followed by a slash, or
+    /// the path without its trailing slash.
+    fn location_test(&mut self, s: &Scope) -> Result<String, String> {
+        match &s.matcher {
+            Some(Matcher::Regex(re)) => {
+                if let Some(t) = self.test(re, false, "uri") {
+                    return Ok(format!("uri and {t}"));
+                }
+                let r = self.regex(re, false)?;
+                Ok(format!("uri and core.matches({r}, uri)"))
+            }
+            Some(Matcher::Path(p)) => {
+                let lit = lua::string(p);
+                let n = p.len();
+                Ok(match p.ends_with('/') {
+                    true => format!(
+                        "uri and (sub(uri, 1, {n}) == {lit} or uri == {})",
+                        lua::string(p.trim_end_matches('/'))
+                    ),
+                    false => format!(
+                        "uri and sub(uri, 1, {n}) == {lit} and (#uri == {n} or byte(uri, {}) == 47)",
+                        n + 1
+                    ),
+                })
+            }
+            _ => Err("a <Location> section without a path".into()),
+        }
+    }
+
     fn files_test(&mut self, s: &Scope) -> Result<String, String> {
         let re = match &s.matcher {
             Some(Matcher::Regex(r)) => r.clone(),
