@@ -880,6 +880,20 @@ end
 
 local round
 
+-- The redirect a rule's absolute URL (cx.filename) makes: its Location with the query
+-- string (escaped unless [NE] or unchanged), and the [R] status (302 by default).  `dc`
+-- for a folder's rules (RewriteBase), nil for the server's.
+local function redirect_to(cx, action, code, args, dc)
+  local f = cx.filename
+  if not is_absolute_uri(f) then return 500 end
+  if cx.args and find(cx.args, "[%c ]") and action == "noescape" then return 403 end
+  if dc and dc.base then f = replace_base_in_url(f, dc.perdir, dc.base) end
+  local raw = action == "noescape" or (args ~= nil and cx.args == args)
+  cx.location = with_query(escape_location(f, action == "noescape"), cx.args, raw)
+  if not code or code < 300 or code >= 400 then code = 302 end
+  return code
+end
+
 -- What a round may change of cx, to undo a DirectoryIndex sub-request that does not serve.
 local function snapshot(cx)
   local env, vary = cx.env, cx.vary
@@ -945,8 +959,10 @@ function round(cx, uri, args)
   -- mod_rewrite's rules of the virtual host and the server ([P] rules only), on the URL-path
   if site.server_rules then
     cx.filename = uri
-    local action = site.server_rules(cx)
+    local action, code = site.server_rules(cx)
     if action == "status" then return cx.status end
+    -- (the compiler lets in no substitution here but an [R] redirect's absolute URL)
+    if action then return redirect_to(cx, action, code, args) end
   end
   -- mod_alias of the virtual host and the server (translate_name)
   if site.translate then
@@ -992,13 +1008,7 @@ function round(cx, uri, args)
       if cx.args and find(cx.args, "[%c ]") and not (absolute and action ~= "noescape") then
         return 403
       end
-      if absolute then
-        if dc.base then f = replace_base_in_url(f, dc.perdir, dc.base) end
-        local raw = action == "noescape" or (args ~= nil and cx.args == args)
-        cx.location = with_query(escape_location(f, action == "noescape"), cx.args, raw)
-        if not code or code < 300 or code >= 400 then code = 302 end
-        return code
-      end
+      if absolute then return redirect_to(cx, action, code, args, dc) end
       if byte(f, 1) ~= 47 then return 400 end
       if f == ofilename then
         cx.filename = ofilename

@@ -174,9 +174,11 @@ fn the_demo_runs_end_to_end() {
     let r = lighten(&["demo", "--quick", "--out", &out.path().to_string_lossy()]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("0 fail-open"), "{}", r.stdout);
-    for f in ["lighttpd.conf", "report.md", "verify.txt", "verify.json", "lua/lighten_site.lua"] {
+    for f in ["lighttpd.conf", "report.md", "verify.txt", "verify.json", "lua/lighten_core.lua"] {
         assert!(out.path().join(f).is_file(), "{f} missing:\n{}", r.stdout);
     }
+    // Every site of the demo compiles: no interpreter in the output.
+    assert!(!out.path().join("lua/lighten.lua").exists(), "lua/lighten.lua written:\n{}", r.stdout);
     let verify: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("verify.json")).unwrap()).unwrap();
     assert!(verify["comparisons"].as_array().unwrap().len() >= 100, "the demo verifies a real request set");

@@ -56,6 +56,8 @@ pub struct Merged<'m> {
     pub redirects: Vec<&'m Redirect>,
     /// SSLRequireSSL in a scope of the chain (it cannot be switched off below).
     pub require_ssl: bool,
+    /// A folder outside the document root and the alias targets (answers 404).
+    pub outside: bool,
 }
 
 impl Default for Merged<'_> {
@@ -88,6 +90,7 @@ impl Default for Merged<'_> {
             error_docs: BTreeMap::new(),
             redirects: Vec::new(),
             require_ssl: false,
+            outside: false,
         }
     }
 }

@@ -51,6 +51,8 @@ const MAX_SECTIONS: usize = 7;
 /// rules are relative to.
 struct Anchor<'m> {
     dir: String,
+    /// This folder only (not the folders under it).
+    exact: bool,
     chain: Vec<(&'m Scope, String, String)>,
     files: Vec<&'m Scope>,
     broken: bool,
@@ -150,9 +152,49 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     anchor_dirs.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
     anchor_dirs.dedup();
     anchor_dirs.push(docroot.clone());
+    // Where the walk may end outside those folders: the nearest existing folder above an
+    // alias target that does not exist (Plesk's Let's Encrypt folder before the first
+    // certificate), and the folder of an Alias of one file.  Each has the configuration
+    // of its own for that folder only; any other folder answers 404 (fails closed).
+    let mut exact_dirs: Vec<String> = Vec::new();
+    for top in std::iter::once(&model.server).chain(vscope) {
+        for a in &top.settings.aliases {
+            let to = (site.map_path)(&a.to);
+            let fixed = match to.find('$') {
+                Some(k) => to[..k].rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default(),
+                None => to.trim_end_matches('/').to_string(),
+            };
+            let mut stop = std::path::Path::new(&fixed);
+            if stop.is_dir() {
+                continue;
+            }
+            if stop.is_file() {
+                stop = stop.parent().unwrap_or(stop);
+            }
+            while !stop.is_dir() {
+                match stop.parent() {
+                    Some(p) => stop = p,
+                    None => break,
+                }
+            }
+            let stop = stop.to_string_lossy().trim_end_matches('/').to_string();
+            if !stop.is_empty() && stop != docroot && !under(&stop) && !exact_dirs.contains(&stop) {
+                exact_dirs.push(stop);
+            }
+        }
+    }
+    let fenced = !alias_roots.is_empty() || !exact_dirs.is_empty();
+    let exact_count = exact_dirs.len();
+    let anchor_dirs: Vec<String> = exact_dirs.into_iter().chain(anchor_dirs).collect();
     let mut anchors = Vec::new();
-    for dir in &anchor_dirs {
-        let mut a = Anchor { dir: dir.clone(), chain: Vec::new(), files: Vec::new(), broken: false };
+    for (n, dir) in anchor_dirs.iter().enumerate() {
+        let mut a = Anchor {
+            dir: dir.clone(),
+            exact: n < exact_count,
+            chain: Vec::new(),
+            files: Vec::new(),
+            broken: false,
+        };
         for level in levels(dir) {
             for (sec, p) in &dirs {
                 if *p == level {
@@ -235,7 +277,8 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                 let from: Vec<String> = a.chain.iter().map(|(_, _, at)| at.clone()).collect();
                 let from =
                     if from.is_empty() { "the server's defaults".to_string() } else { from.join(", ") };
-                format!("{rel} and the folders under it: {from}")
+                let scope = if a.exact { "(this folder only)" } else { "and the folders under it" };
+                format!("{rel} {scope}: {from}")
             } else {
                 let names = if applied.is_empty() {
                     String::new()
@@ -275,7 +318,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     }
     for (a, names) in anchors.iter().zip(&anchor_records) {
         let is_root = a.dir == docroot;
-        let indent = if is_root { "  " } else { "    " };
+        let indent = if is_root && !fenced { "  " } else { "    " };
         if !is_root {
             // The folder and its prefix, relative to the document root when under it.
             let k = match a.dir.strip_prefix(&docroot) {
@@ -289,8 +332,15 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                     w.constant(&format!("{{ {d}, {p} }}"), "")
                 }
             };
-            let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
+            if a.exact {
+                let _ = writeln!(f, "  if dir == {k}[1] then");
+            } else {
+                let _ = writeln!(f, "  if dir == {k}[1] or sub(dir, 1, #{k}[2]) == {k}[2] then");
+            }
+        } else if fenced {
+            f.push_str("  if dir == DOCROOT or sub(dir, 1, #DOCROOT + 1) == DOCROOT .. \"/\" then\n");
         }
+        let is_root = is_root && !fenced;
         if names.iter().all(|n| *n == names[0]) {
             let _ = writeln!(f, "{indent}return {}", names[0]);
         } else {
@@ -312,6 +362,17 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         if !is_root {
             f.push_str("  end\n");
         }
+    }
+    if fenced {
+        let mut m = Merged { outside: true, ..Merged::default() };
+        apply(&mut m, &model.server, "/");
+        if let Some(v) = vscope {
+            apply(&mut m, v, "/");
+        }
+        let title = "A folder no URL of this host reaches but through a missing alias target: 404";
+        let name = w.record(&m, false, title, &loaded, None)?;
+        f.push_str("  -- (the walk ended outside the document root and the alias targets)\n");
+        let _ = writeln!(f, "  return {name}");
     }
     f.push_str("end\n");
 
@@ -811,7 +872,7 @@ impl<'s, 'a> Writer<'s, 'a> {
         if m.require_ssl {
             t.set("require_ssl", true);
         }
-        match m.access() {
+        match if m.outside { merge::Access::Denied(404) } else { m.access() } {
             merge::Access::Open => {}
             merge::Access::Denied(status) => {
                 t.set("denied", status as i64);

@@ -19,11 +19,20 @@ pub fn check(r: &RewriteRule) -> Result<(), String> {
     check_with(r, false)
 }
 
-/// The same for a rule of the server or a virtual host: only [P] rules (Plesk's mail
+/// The same for a rule of the server or a virtual host: [P] rules (Plesk's mail
 /// autodiscovery block in every vhost), which the translation refuses (403) when they
-/// apply, as the interpreter does.
+/// apply, as the interpreter does; [F] and [G]; an [R] redirect that ends the list ([L]
+/// or [END]: Plesk's `www.` and HTTPS redirects); and `-` rules that only set variables.
+/// A rewrite to another path stays with the interpreter.
 pub fn check_server(r: &RewriteRule) -> Result<(), String> {
-    if !r.has(RuleFlagKind::Proxy) {
+    use RuleFlagKind::*;
+    let ends = r.has(Last) || r.has(End);
+    let carried = r.has(Proxy)
+        || r.has(Forbidden)
+        || r.has(Gone)
+        || (r.has(Redirect) && ends)
+        || (r.substitution == "-" && !r.has(Redirect) && !r.has(Type));
+    if !carried {
         return Err(format!("server-context RewriteRules (RewriteRule {})", r.pattern));
     }
     check_with(r, true)
@@ -473,7 +482,7 @@ fn shared_conditions(list: &[&RewriteRule]) -> Vec<String> {
 }
 
 /// The function for a rule list: per directory, or of the server and virtual host
-/// (`server`, [P] rules only: see check_server).
+/// (`server`: the rules check_server lets in).
 pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool) -> Result<String, String> {
     let mut out = String::new();
     let first = list.first().map(|r| w.site.at(r.at)).unwrap_or_default();
@@ -739,7 +748,11 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
         } else if r.has(RuleFlagKind::Last) {
             out.push_str("    do return action, code, false end\n");
         } else if r.substitution != "-" {
-            out.push_str("    subject = core.subject(cx, perdir)\n");
+            out.push_str(if server {
+                "    subject = cx.filename\n"
+            } else {
+                "    subject = core.subject(cx, perdir)\n"
+            });
         }
         if !memo.is_empty() && !r.has(RuleFlagKind::End) && !r.has(RuleFlagKind::Last) {
             let names: Vec<String> = (1..=memo.len()).map(|i| format!("c{i}")).collect();
