@@ -49,10 +49,12 @@ pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
         Decision::Granted
     };
     let needs_user = |why: &str| -> (Option<u16>, String) {
-        if dc.auth_type.is_some() {
-            (Some(401), format!("{why}: authentication required (401)"))
+        if dc.auth_type.is_none() {
+            (Some(500), format!("{why}: a user is required but no AuthType is set (500: AuthType not set)"))
+        } else if dc.auth_name.is_none() {
+            (Some(500), format!("{why}: a user is required but no AuthName is set (500: need AuthName)"))
         } else {
-            (Some(403), format!("{why}: a user is required but no AuthType is set (403)"))
+            (Some(401), format!("{why}: authentication required (401)"))
         }
     };
     match (legacy, satisfy_any) {

@@ -62,6 +62,7 @@ pub struct DirConfig<'m> {
     pub authz_and: Vec<Vec<&'m Authz>>,
     pub legacy: Option<&'m AccessConfig>,
     pub auth_type: Option<&'m str>,
+    pub auth_name: Option<&'m str>,
     pub options: u8,
     pub index: Option<&'m [String]>,
     pub directory_slash: bool,
@@ -90,6 +91,7 @@ impl Default for DirConfig<'_> {
             authz_and: Vec::new(),
             legacy: None,
             auth_type: None,
+            auth_name: None,
             // Apache 2.4's default is `Options FollowSymlinks`.
             options: opt::SYM_LINKS,
             index: None,
@@ -374,6 +376,9 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     }
     if let Some(t) = &a.auth_type {
         dc.auth_type = Some(t.value.as_str());
+    }
+    if let Some(n) = &a.auth_name {
+        dc.auth_name = Some(n.value.as_str());
     }
     merge_options(&mut dc.options, st);
     if let Some(i) = &st.directory_index {

@@ -268,7 +268,10 @@ pub fn run(
         let sa = observe::observe(&ra, paths, &cfg.sysroot, Some(&ev.outcome), head);
         let sl = observe::observe(&rl, paths, &cfg.sysroot, Some(&ev.outcome), head);
         let mut differences = compare(&ra, &rl, &sa.served, &sl.served, &custom, head);
-        let mut fail_open = (400..500).contains(&ra.status) && (200..300).contains(&rl.status);
+        // Apache refused (a 4xx, or the 500 of a configuration it will not apply: a
+        // broken .htaccess, a Require with no AuthType) and lighttpd served.
+        let refused = (400..=500).contains(&ra.status);
+        let mut fail_open = refused && (200..300).contains(&rl.status);
         // The same request again: the converted site may answer it from its decision
         // cache (lighten_core.lua), which must answer as the evaluation did.
         match send(lport, tls, &sent) {
@@ -279,7 +282,7 @@ pub fn run(
                         differences.push(format!("sent again: {d}"));
                     }
                 }
-                fail_open |= (400..500).contains(&ra.status) && (200..300).contains(&again.status);
+                fail_open |= refused && (200..300).contains(&again.status);
             }
             Err(e) => differences.push(format!("sent again: no answer: {e}")),
         }

@@ -1014,8 +1014,10 @@ function Ctx:access(dc)
   end
   if d == GRANTED then return nil end
   if d == DENIED then return 403 end
-  if dc.auth_type then return 401, true end
-  return 403
+  -- A user is needed: Apache answers 500 without an AuthType ("AuthType not set") or an
+  -- AuthName ("need AuthName").
+  if dc.auth_type and dc.auth_name then return 401, true end
+  return 500
 end
 
 ---------------------------------------------------------------------------------------

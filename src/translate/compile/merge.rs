@@ -290,7 +290,8 @@ pub enum Access {
     Denied(u16),
     /// The users that pass (`None`: any valid user); a login counts only when lighttpd's
     /// mod_auth checked it against `file`, the folder's AuthUserFile.  Without a user
-    /// (or with another), 401 with `realm` when there is an AuthType, else 403.
+    /// (or with another), 401 with `realm`; `None` when AuthType or AuthName is missing
+    /// (Apache answers 500 then).
     Login {
         users: Option<BTreeSet<String>>,
         file: Option<String>,
@@ -366,7 +367,7 @@ impl Merged<'_> {
             Some(users) => Access::Login {
                 users,
                 file: self.auth_user_file.map(str::to_string),
-                realm: self.auth_type.map(|_| self.auth_name.unwrap_or("").to_string()),
+                realm: self.auth_type.and(self.auth_name).map(str::to_string),
             },
         }
     }

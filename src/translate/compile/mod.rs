@@ -878,10 +878,20 @@ impl<'s, 'a> Writer<'s, 'a> {
                 t.set("denied", status as i64);
                 self.may_hide = true;
             }
+            // A Require that wants a user where no AuthType (or no AuthName) is in force:
+            // Apache answers 500 ("AuthType not set", "need AuthName"), to everybody.
+            merge::Access::Login { realm: None, .. } => {
+                t.set("denied", 500i64);
+                self.may_hide = true;
+            }
             merge::Access::Login { users, file, realm } => {
                 let mut a = lua::Value::table();
-                // (the path as lighttpd.conf's auth block names it in X-Lighten-Auth-File)
-                a.set("file", file.map(|f| (self.site.map_path)(&f)));
+                // (the path as lighttpd.conf's auth block names it in X-Lighten-Auth-File;
+                // false without an AuthUserFile: no login is ever accepted there)
+                match file {
+                    Some(f) => a.set("file", (self.site.map_path)(&f)),
+                    None => a.set("file", lua::Value::Bool(false)),
+                };
                 a.set("realm", realm);
                 if let Some(users) = users {
                     let mut u = lua::Value::table();
