@@ -235,6 +235,50 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         ));
     }
 
+    // The <Location> sections a folder's URLs can match: the URLs that map into an
+    // anchor's folders start with its folder's path under the document root, or with an
+    // Alias's URL-path whose target is at, above or below it; a `<Location>` path that is
+    // neither a prefix of such a start nor starts with it cannot match them.  A
+    // `<LocationMatch>`, or a host with AliasMatch or ScriptAlias, keeps them all.
+    let mut url_starts: Vec<Vec<String>> = Vec::new();
+    let mut pattern_aliases = false;
+    let mut plain_aliases: Vec<(String, String)> = Vec::new();
+    for top in std::iter::once(&model.server).chain(vscope) {
+        for a in &top.settings.aliases {
+            match (&a.kind, &a.from) {
+                (crate::model::alias::AliasKind::Alias, Some(from)) => plain_aliases
+                    .push((from.clone(), (site.map_path)(&a.to).trim_end_matches('/').to_string())),
+                _ => pattern_aliases = true,
+            }
+        }
+    }
+    for a in &anchors {
+        let mut starts = Vec::new();
+        if a.dir == docroot {
+            starts.push(String::new());
+        } else if let Some(rel) = a.dir.strip_prefix(&docroot).filter(|r| r.starts_with('/')) {
+            starts.push(rel.to_string());
+        }
+        for (from, to) in &plain_aliases {
+            let from = from.trim_end_matches('/');
+            if let Some(rest) = a.dir.strip_prefix(to.as_str()).filter(|r| r.is_empty() || r.starts_with('/'))
+            {
+                starts.push(format!("{from}{rest}"));
+            } else if to.starts_with(a.dir.as_str()) {
+                starts.push(from.to_string());
+            }
+        }
+        url_starts.push(starts);
+    }
+    let can_match = |ai: usize, l: &Scope| -> bool {
+        let Some(Matcher::Path(p)) = &l.matcher else { return true };
+        if pattern_aliases || anchors[ai].exact {
+            return true;
+        }
+        let p = p.trim_end_matches('/');
+        url_starts[ai].iter().any(|q| p.starts_with(q.as_str()) || q.starts_with(p))
+    };
+
     let mut w = Writer::new(site, &docroot);
     // Whether an ErrorDocument can answer here (the header functions then take `errdoc`).
     fn has_errdocs(s: &Scope) -> bool {
@@ -248,11 +292,35 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let loaded = |m: &str| model.modules.iter().any(|x| x.id == m);
     // Records, by anchor and <Files> mask.
     let mut anchor_records: Vec<Vec<String>> = vec![Vec::new(); anchors.len()];
+    let mut a_locs: Vec<Vec<&Scope>> = vec![Vec::new(); anchors.len()];
     let mut root_record: Option<String> = None;
     for (ai, a) in anchors.iter().enumerate().rev() {
-        let mut names = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         let nf = a.files.len();
-        for mask in 0..(1usize << (nf + locations.len())) {
+        let locs: Vec<&Scope> = locations.iter().copied().filter(|l| can_match(ai, l)).collect();
+        a_locs[ai] = locs.clone();
+        // Two `<Location>` paths of which neither starts with the other never both match
+        // (a URL they match starts with each): such masks take the record without the
+        // later one, which no request asks for.
+        let path_of = |l: &Scope| match &l.matcher {
+            Some(Matcher::Path(p)) => Some(p.trim_end_matches('/').to_string()),
+            _ => None,
+        };
+        let exclusive = |i: usize, j: usize| match (path_of(locs[i]), path_of(locs[j])) {
+            (Some(p), Some(q)) => !p.starts_with(q.as_str()) && !q.starts_with(p.as_str()),
+            _ => false,
+        };
+        for mask in 0..(1usize << (nf + locs.len())) {
+            let set: Vec<usize> = (0..locs.len()).filter(|j| mask & (1 << (nf + j)) != 0).collect();
+            let never = set
+                .iter()
+                .enumerate()
+                .find_map(|(x, &j)| set[..x].iter().any(|&i| exclusive(i, j)).then_some(j));
+            if let Some(j) = never {
+                let same = names[mask & !(1 << (nf + j))].clone();
+                names.push(same);
+                continue;
+            }
             let mut m = Merged::default();
             apply(&mut m, &model.server, "/");
             if let Some(v) = vscope {
@@ -262,7 +330,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                 apply(&mut m, s, dir);
             }
             let (mut applied, mut at_urls) = (Vec::new(), Vec::new());
-            for (k, f) in a.files.iter().chain(&locations).enumerate() {
+            for (k, f) in a.files.iter().chain(&locs).enumerate() {
                 if mask & (1 << k) != 0 {
                     apply(&mut m, f, &format!("{}/", a.dir));
                     if k < nf { &mut applied } else { &mut at_urls }.push(describe(w.site, f));
@@ -316,7 +384,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         f.push_str("-- (none for nil: they hold only Options and access control).\n");
         f.push_str("local function dirconf(dir, base, uri)\n");
     }
-    for (a, names) in anchors.iter().zip(&anchor_records) {
+    for ((a, names), locs) in anchors.iter().zip(&anchor_records).zip(&a_locs) {
         let is_root = a.dir == docroot;
         let indent = if is_root && !fenced { "  " } else { "    " };
         if !is_root {
@@ -345,7 +413,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
             let _ = writeln!(f, "{indent}return {}", names[0]);
         } else {
             let _ = writeln!(f, "{indent}local m = 1");
-            for (k, s) in a.files.iter().chain(&locations).enumerate() {
+            for (k, s) in a.files.iter().chain(locs).enumerate() {
                 // (a bit that changes nothing here is not tested)
                 if names.iter().enumerate().all(|(j, n)| *n == names[j & !(1 << k)]) {
                     continue;
@@ -720,6 +788,8 @@ struct Writer<'s, 'a> {
     may_hide: bool,
     /// Whether a record asks for a login (the decision cache then keys on the user).
     auth: bool,
+    /// The constants written for ErrorDocument lists, by the directives.
+    error_doc_names: BTreeMap<Vec<(u16, *const crate::model::dir::ErrorDocument)>, String>,
 }
 
 impl<'s, 'a> Writer<'s, 'a> {
@@ -744,6 +814,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             response: false,
             may_hide: false,
             auth: false,
+            error_doc_names: BTreeMap::new(),
         }
     }
 
@@ -1254,6 +1325,12 @@ impl<'s, 'a> Writer<'s, 'a> {
     /// "/404.html" } }` (kinds: local, remote, text, default), the lines in its comment.
     fn error_docs(&mut self, docs: &[&crate::model::dir::ErrorDocument]) -> String {
         use crate::model::dir::ErrorAction;
+        // (every record of a folder asks for the same list: written once)
+        let key: Vec<(u16, *const crate::model::dir::ErrorDocument)> =
+            docs.iter().map(|d| (d.status, *d as *const _)).collect();
+        if let Some(name) = self.error_doc_names.get(&key) {
+            return name.clone();
+        }
         let mut parts = Vec::new();
         let mut lines = Vec::new();
         for d in docs {
@@ -1266,7 +1343,9 @@ impl<'s, 'a> Writer<'s, 'a> {
             parts.push(format!("[{}] = {v}", d.status));
             lines.push(format!("ErrorDocument {} ({})", d.status, self.site.at(d.at)));
         }
-        self.constant(&format!("{{ {} }}", parts.join(", ")), &lines.join(", "))
+        let name = self.constant(&format!("{{ {} }}", parts.join(", ")), &lines.join(", "));
+        self.error_doc_names.insert(key, name.clone());
+        name
     }
 
     /// The function that applies a list of Header directives to a response.
