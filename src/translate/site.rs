@@ -623,6 +623,56 @@ impl Site<'_> {
             }
         }
         site.set("trace", trace);
+        // Where the configuration's folders are in the copy lighttpd serves (--sysroot, the
+        // verify sandbox): a <DirectoryMatch> regex is matched against the path as Apache
+        // has it, not the copy's.
+        let mut places: Vec<(String, String)> = Vec::new();
+        let mut add = |orig: &str| {
+            let o = orig.trim_end_matches('/').to_string();
+            let m = (self.map_path)(orig).trim_end_matches('/').to_string();
+            if m != o && !places.iter().any(|(pm, _)| *pm == m) {
+                places.push((m, o));
+            }
+        };
+        fn dirs<'s>(s: &'s Scope, out: &mut Vec<&'s str>) {
+            if let (ScopeKind::Directory, Some(Matcher::Path(p))) = (&s.kind, &s.matcher) {
+                out.push(p);
+            }
+            for c in &s.children {
+                dirs(c, out);
+            }
+            for a in &s.settings.aliases {
+                out.push(&a.to);
+            }
+        }
+        let mut found = Vec::new();
+        dirs(&model.server, &mut found);
+        for v in &model.vhosts {
+            dirs(&v.scope, &mut found);
+            if let Some(d) = &v.document_root {
+                found.push(d);
+            }
+        }
+        if let Some(d) = &model.server.settings.host().document_root {
+            found.push(&d.value);
+        }
+        for h in &model.htaccess {
+            found.push(&h.dir);
+        }
+        for p in found.into_iter().filter(|p| p.starts_with('/') && !p.contains(['*', '?', '[', '$'])) {
+            add(p);
+        }
+        places.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
+        if !places.is_empty() {
+            let mut list = Value::table();
+            for (m, o) in places {
+                let mut pair = Value::table();
+                pair.push(m.as_str());
+                pair.push(o.as_str());
+                list.push(pair);
+            }
+            site.set("unmap", list);
+        }
         let deflate: Vec<String> = super::conf::deflate_types(model, &mut Vec::new());
         let mut d = Value::table();
         for t in deflate {

@@ -846,10 +846,19 @@ function Ctx:merge_dir_config(filename, is_dir, uri)
       end
     end
   end
+  -- A regex section sees the path as Apache has it (site.unmap: the copy's folders and
+  -- where they are on the server).
+  local apath = deepest
+  for _, u in ipairs(site.unmap or {}) do
+    if deepest == u[1] or starts(deepest, u[1] .. "/") then
+      apath = u[2] .. sub(deepest, #u[1] + 1)
+      break
+    end
+  end
   for _, top in ipairs({ site.server, v.scope }) do
     for _, c in ipairs(top.children or {}) do
       if c.kind == "directory-match" or (c.kind == "directory" and c.re ~= nil) then
-        if rx(c.re, deepest .. "/") or rx(c.re, deepest) then
+        if rx(c.re, apath .. "/") or rx(c.re, apath) then
           apply(dc, c, deepest .. "/", t)
           nested[#nested + 1] = c
         end
