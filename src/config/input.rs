@@ -34,8 +34,9 @@ pub fn classify(fs: &Sysroot, apache_path: &str) -> Option<InputKind> {
 }
 
 /// Why a folder classified as a document root is not one lighten should convert, if it
-/// is not: Apache's own configuration folder (a config file in it), or a folder with no
-/// file at all below it (looked for among the first `budget` entries).
+/// is not: Apache's own configuration folder (a config file in it), a copy of a server's
+/// files (etc/apache2/apache2.conf in it), or a folder with no file at all below it
+/// (looked for among the first `budget` entries).
 pub fn not_a_site(fs: &Sysroot, dir: &str) -> Option<String> {
     let base = dir.trim_end_matches('/');
     for name in ["apache2.conf", "httpd.conf", "conf/httpd.conf"] {
@@ -46,6 +47,28 @@ pub fn not_a_site(fs: &Sysroot, dir: &str) -> Option<String> {
                 fs.host_path(&p).display()
             ));
         }
+    }
+    // A copy of a server's files (the folder --sysroot takes): its configuration, or its
+    // Plesk vhosts root, is what to convert.
+    if ["etc/apache2", "etc/httpd"].iter().any(|d| fs.is_dir(&format!("{base}/{d}"))) {
+        let copy = fs.host_path(base).display().to_string();
+        let mut what: Vec<String> = ["etc/apache2/apache2.conf", "etc/httpd/conf/httpd.conf"]
+            .iter()
+            .map(|name| format!("{base}/{name}"))
+            .filter(|p| fs.is_file(p))
+            .collect();
+        let plesk = format!("{base}/var/www/vhosts");
+        if !plesk_domains(fs, &plesk).is_empty() {
+            what.push(plesk);
+        }
+        let runs: Vec<String> =
+            what.iter().map(|p| format!("--sysroot {copy} {}", fs.host_path(p).display())).collect();
+        let pass = if runs.is_empty() {
+            "pass its httpd.conf or apache2.conf with --sysroot".to_string()
+        } else {
+            format!("pass what is in it: {}", runs.join(", or "))
+        };
+        return Some(format!("it is a copy of a server's files, not a site (it holds etc/); {pass}"));
     }
     let mut budget = 10_000usize;
     let mut stack = vec![base.to_string()];

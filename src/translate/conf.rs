@@ -750,16 +750,31 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     needs.dedup_by(|a, b| a.kind == b.kind && a.path == b.path);
     let mut blocks = blocks.into_inner();
     resolve_blocks(site, &mut blocks);
+    // The placeholders, in one pass over the text (a server of 1,000 accounts has 2,000
+    // blocks: a replace over the whole text per block was quadratic).
+    let mut scripts: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for b in &blocks {
         let (physical, response) = if b.shared {
             ("physical.lua".to_string(), "response.lua".to_string())
         } else {
             (format!("vhost{}.lua", b.n), format!("response{}.lua", b.n))
         };
-        out = out
-            .replace(&placeholder('P', b.n, b.port), &q(&format!("{lua}/{physical}")))
-            .replace(&placeholder('R', b.n, b.port), &q(&format!("{lua}/{response}")));
+        scripts.insert(placeholder('P', b.n, b.port), q(&format!("{lua}/{physical}")));
+        scripts.insert(placeholder('R', b.n, b.port), q(&format!("{lua}/{response}")));
     }
+    let mut resolved = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find('\u{1}') {
+        let Some(j) = rest[i + 1..].find('\u{1}').map(|j| i + 1 + j) else { break };
+        resolved.push_str(&rest[..i]);
+        match scripts.get(&rest[i..=j]) {
+            Some(v) => resolved.push_str(v),
+            None => resolved.push_str(&rest[i..=j]),
+        }
+        rest = &rest[j + 1..];
+    }
+    resolved.push_str(rest);
+    let out = resolved;
     debug_assert!(!out.contains('\u{1}'), "a hook script was left unresolved");
     Written { text: out, findings, needs, blocks }
 }

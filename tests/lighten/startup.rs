@@ -819,4 +819,20 @@ fn input_that_is_no_apache_setup_is_refused_with_what_to_pass() {
         );
     }
     assert!(!out.exists(), "nothing is written");
+    // A copy of a server's files given as if it were a site: the commands to run instead,
+    // and they run as printed.
+    let r = lighten(&["convert", "fixtures/plesk", "--out", &o]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("a copy of a server's files"), "{}", r.stderr);
+    assert!(!out.exists(), "nothing is written");
+    let (_, suggested) = r.stderr.trim().split_once("pass what is in it: ").expect("a command to run");
+    assert!(
+        suggested.starts_with("--sysroot ") && suggested.ends_with("fixtures/plesk/var/www/vhosts"),
+        "{suggested}"
+    );
+    let mut args: Vec<&str> = vec!["inspect"];
+    args.extend(suggested.split(' '));
+    let r = lighten(&args);
+    assert!(r.code <= 1, "the suggested command runs: {}", r.transcript());
+    assert!(r.stdout.contains("shop.example"), "{}", r.stdout);
 }

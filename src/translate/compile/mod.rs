@@ -310,6 +310,16 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
             (Some(p), Some(q)) => !p.starts_with(q.as_str()) && !q.starts_with(p.as_str()),
             _ => false,
         };
+        // The folder's own merge (the server, the vhost, the sections and .htaccess files
+        // of the chain), once; each mask adds its <Files> and <Location> sections to it.
+        let mut folder = Merged::default();
+        apply(&mut folder, &model.server, "/");
+        if let Some(v) = vscope {
+            apply(&mut folder, v, "/");
+        }
+        for (s, dir, _) in &a.chain {
+            apply(&mut folder, s, dir);
+        }
         for mask in 0..(1usize << (nf + locs.len())) {
             let set: Vec<usize> = (0..locs.len()).filter(|j| mask & (1 << (nf + j)) != 0).collect();
             let never = set
@@ -321,14 +331,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                 names.push(same);
                 continue;
             }
-            let mut m = Merged::default();
-            apply(&mut m, &model.server, "/");
-            if let Some(v) = vscope {
-                apply(&mut m, v, "/");
-            }
-            for (s, dir, _) in &a.chain {
-                apply(&mut m, s, dir);
-            }
+            let mut m = folder.clone();
             let (mut applied, mut at_urls) = (Vec::new(), Vec::new());
             for (k, f) in a.files.iter().chain(&locs).enumerate() {
                 if mask & (1 << k) != 0 {
