@@ -693,8 +693,10 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
         return at("mod_ssl access");
     }
     for h in &st.headers {
+        // RequestHeader is reported unsupported and left out by both tiers (it grants no
+        // access; lighttpd does not hand a `Proxy` header to PHP as HTTP_PROXY anyway).
         if h.request {
-            return at("RequestHeader");
+            continue;
         }
         if h.condition.is_some() {
             return at("a conditional Header");
