@@ -41,8 +41,8 @@ pub struct Compiled {
 }
 
 /// The most `<Files>` sections that may apply in one folder: each one doubles the
-/// records written for it.
-const MAX_FILES: usize = 4;
+/// records written for it (Drupal's .htaccess and the server's defaults make six).
+const MAX_FILES: usize = 6;
 /// The most `<Files>` and `<Location>` sections together (Plesk's vhost with PHP in
 /// `<Files>` and its four statistics and Let's Encrypt `<Location>` sections has 7).
 const MAX_SECTIONS: usize = 7;
