@@ -592,29 +592,8 @@ impl<'m> Engine<'m> {
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, &self.uri.clone(), &mut trace);
         self.trace = trace;
         self.last_dc = Some(self.merged_error_docs(&dc));
-        if let Some(h) = dc.broken {
-            self.note(h.scope.as_ref().map(|s| s.at), format!("{} makes Apache answer 500", h.path));
-            return done(500, Served::Error);
-        }
-        if let Some(u) = &dc.unknown {
-            self.unknown = Some(u.clone());
-        }
-        for rule in self.perdir_setenvif(&dc) {
-            apply_setenvif(rule, self.req, &self.uri, &mut self.env);
-        }
-
-        // --- access
-        let client = access::Client {
-            ip: self.req.remote,
-            method: &self.method,
-            env: &self.env,
-            has_credentials: self.req.header("Authorization").is_some(),
-        };
-        let (denied, why) = access::check(&dc, &client);
-        let at = access::deciding_span(&dc, &why);
-        self.note(at, format!("access: {why}"));
-        if let Some(status) = denied {
-            return done(status, Served::Error);
+        if let Some(end) = self.folder_checks(&dc) {
+            return end;
         }
 
         // --- fixups: per-directory rewrite.  An internal redirect it asks for happens
@@ -867,11 +846,23 @@ impl<'m> Engine<'m> {
         // The internal redirect is a request of its own: access control runs on where it
         // leads (only the rewrite rules are skipped).
         self.last_dc = Some(self.merged_error_docs(&dc));
+        if let Some(end) = self.folder_checks(&dc) {
+            return end;
+        }
+        self.handle(&dc, &fname, path_info, kind)
+    }
+
+    /// What a folder's configuration decides before the fixups: a broken .htaccess (500),
+    /// what the evaluator cannot decide, SetEnvIf, then access control.
+    fn folder_checks(&mut self, dc: &DirConfig<'m>) -> Option<RoundEnd> {
         if let Some(h) = dc.broken {
             self.note(h.scope.as_ref().map(|s| s.at), format!("{} makes Apache answer 500", h.path));
-            return done(500, Served::Error);
+            return Some(done(500, Served::Error));
         }
-        for rule in self.perdir_setenvif(&dc) {
+        if let Some(u) = &dc.unknown {
+            self.unknown = Some(u.clone());
+        }
+        for rule in self.perdir_setenvif(dc) {
             apply_setenvif(rule, self.req, &self.uri, &mut self.env);
         }
         let client = access::Client {
@@ -880,13 +871,10 @@ impl<'m> Engine<'m> {
             env: &self.env,
             has_credentials: self.req.header("Authorization").is_some(),
         };
-        let (denied, why) = access::check(&dc, &client);
-        let at = access::deciding_span(&dc, &why);
+        let (denied, why) = access::check(dc, &client);
+        let at = access::deciding_span(dc, &why);
         self.note(at, format!("access: {why}"));
-        if let Some(status) = denied {
-            return done(status, Served::Error);
-        }
-        self.handle(&dc, &fname, path_info, kind)
+        denied.map(|status| done(status, Served::Error))
     }
 
     /// The per-directory configuration for a walked path; `<If>` conditions are decided

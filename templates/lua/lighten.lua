@@ -1204,15 +1204,25 @@ function Ctx:serve_after_end(url, args)
   local dc = self:dir_config(fname, kind == "dir", url)
   -- The internal redirect is a request of its own: access control runs on where it
   -- leads (only the rewrite rules are skipped).
+  local refused = self:folder_refused(dc)
+  if refused then return refused end
+  return self:handle(dc, fname, path_info, kind)
+end
+
+-- What a folder's configuration answers before the fixups, or nil: a broken .htaccess
+-- (500), then its SetEnvIf and access control.
+function Ctx:folder_refused(dc)
   if dc.broken then return done(500) end
   for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
+  -- A user counts for this directory only if lighttpd checked the password against this
+  -- directory's AuthUserFile: another realm's login never satisfies its Require.
   if self.user and dc.auth_user_file and self.auth_file ~= dc.auth_user_file then self.user = nil end
   local denied, wants_user = self:access(dc)
   if denied then
     if wants_user then return done(401, { type = "error", realm = dc.auth_name }) end
     return done(denied)
   end
-  return self:handle(dc, fname, path_info, kind)
+  return nil
 end
 
 local function copy(t)
@@ -1344,19 +1354,8 @@ function Ctx:round(uri, args)
   for k, e in pairs(self.v.error_docs) do eds[k] = e end
   for k, e in pairs(dc.error_docs) do eds[k] = e end
   self.error_docs = eds
-  if dc.broken then return done(500) end
-  for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
-
-  -- A user counts for this directory only if lighttpd checked the password against this
-  -- directory's AuthUserFile: another realm's login never satisfies its Require.
-  if self.user and dc.auth_user_file and self.auth_file ~= dc.auth_user_file then self.user = nil end
-  local denied, wants_user = self:access(dc)
-  if denied then
-    if wants_user then
-      return done(401, { type = "error", realm = dc.auth_name })
-    end
-    return done(denied)
-  end
+  local refused = self:folder_refused(dc)
+  if refused then return refused end
 
   local pending
   local rwd = dc.rewrite

@@ -808,14 +808,18 @@ local function listing_hides(cx, dir)
   return false
 end
 
--- Access control for a folder's configuration: the status it refuses with, or nil.
-local function access_refused(cx, dc)
+-- What a folder's configuration answers before the fixups, or nil: a broken .htaccess
+-- (500), then its SetEnvIf and access control.  Its ErrorDocuments are in force from here.
+local function folder_refused(cx, dc)
+  cx.errdocs = dc.errdocs
+  if dc.broken then return 500 end
+  if dc.env then dc.env(cx) end
   -- SSLRequireSSL: mod_ssl's access check comes first.
   if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
   if dc.auth and not login_ok(cx, dc.auth) then
-    -- mod_auth_basic asks for the password again (AuthType Basic), else 403
-    if not dc.auth.realm then return 403 end
+    -- mod_auth_basic asks for the password again (a realm without AuthType or AuthName
+    -- is a record denied with 500 by the compiler)
     cx.realm = dc.auth.realm
     return 401
   end
@@ -870,10 +874,7 @@ local function serve_after_end(cx, url, args)
   local dc = config_for(site, fname, kind, cx.uri)
   -- The internal redirect is a request of its own: access control runs on where it
   -- leads (only the rewrite rules are skipped).
-  cx.errdocs = dc.errdocs
-  if dc.broken then return 500 end
-  if dc.env then dc.env(cx) end
-  local refused = access_refused(cx, dc)
+  local refused = folder_refused(cx, dc)
   if refused then return refused end
   return handle(cx, dc, fname, path_info, kind)
 end
@@ -977,10 +978,7 @@ function round(cx, uri, args)
   cx.filename, cx.path_info = fname, path_info
   if site.links and not through_links(site.links, fname) then return 403 end
   local dc = config_for(site, fname, kind, cx.uri)
-  cx.errdocs = dc.errdocs
-  if dc.broken then return 500 end
-  if dc.env then dc.env(cx) end
-  local refused = access_refused(cx, dc)
+  local refused = folder_refused(cx, dc)
   if refused then return refused end
 
   local pending, pending_args

@@ -121,22 +121,25 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         }
     }
 
-    // The folders Alias and AliasMatch map into (up to the first `$` of a pattern's
-    // target): their files have the configuration of where they are.
-    let mut alias_roots: Vec<String> = Vec::new();
-    for top in std::iter::once(&model.server).chain(vscope) {
-        for a in &top.settings.aliases {
+    // Where Alias and AliasMatch map to (up to the first `$` of a pattern's target).
+    let alias_targets: Vec<String> = std::iter::once(&model.server)
+        .chain(vscope)
+        .flat_map(|top| top.settings.aliases.iter())
+        .map(|a| {
             let to = (site.map_path)(&a.to);
-            let fixed = match to.find('$') {
+            match to.find('$') {
                 Some(k) => to[..k].rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default(),
                 None => to.trim_end_matches('/').to_string(),
-            };
-            // (an Alias of one file has no folder of its own)
-            if fixed.len() > 1 && !std::path::Path::new(&fixed).is_file() {
-                alias_roots.push(fixed);
             }
-        }
-    }
+        })
+        .collect();
+    // The folders they map into: their files have the configuration of where they are
+    // (an Alias of one file has no folder of its own).
+    let alias_roots: Vec<String> = alias_targets
+        .iter()
+        .filter(|t| t.len() > 1 && !std::path::Path::new(t.as_str()).is_file())
+        .cloned()
+        .collect();
     // The anchors: the document root, and every folder under it or under an alias's
     // folder with configuration of its own, deepest first.
     let below =
@@ -157,30 +160,21 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     // certificate), and the folder of an Alias of one file.  Each has the configuration
     // of its own for that folder only; any other folder answers 404 (fails closed).
     let mut exact_dirs: Vec<String> = Vec::new();
-    for top in std::iter::once(&model.server).chain(vscope) {
-        for a in &top.settings.aliases {
-            let to = (site.map_path)(&a.to);
-            let fixed = match to.find('$') {
-                Some(k) => to[..k].rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default(),
-                None => to.trim_end_matches('/').to_string(),
-            };
-            let mut stop = std::path::Path::new(&fixed);
-            if stop.is_dir() {
-                continue;
+    for fixed in &alias_targets {
+        let mut stop = std::path::Path::new(fixed);
+        if stop.is_dir() {
+            continue;
+        }
+        // (the folder of a file, or the nearest existing one above a missing target)
+        while !stop.is_dir() {
+            match stop.parent() {
+                Some(p) => stop = p,
+                None => break,
             }
-            if stop.is_file() {
-                stop = stop.parent().unwrap_or(stop);
-            }
-            while !stop.is_dir() {
-                match stop.parent() {
-                    Some(p) => stop = p,
-                    None => break,
-                }
-            }
-            let stop = stop.to_string_lossy().trim_end_matches('/').to_string();
-            if !stop.is_empty() && stop != docroot && !under(&stop) && !exact_dirs.contains(&stop) {
-                exact_dirs.push(stop);
-            }
+        }
+        let stop = stop.to_string_lossy().trim_end_matches('/').to_string();
+        if !stop.is_empty() && stop != docroot && !under(&stop) && !exact_dirs.contains(&stop) {
+            exact_dirs.push(stop);
         }
     }
     let fenced = !alias_roots.is_empty() || !exact_dirs.is_empty();
