@@ -184,18 +184,17 @@ local function raw_stat(path)
 end
 
 -- "file", "dir", "other" or "missing".
-local function stat(path)
+local function kind_of(path)
   local st = raw_stat(path)
-  local k
-  if not st then
-    k = "missing"
-  elseif st.is_file then
-    k = "file"
-  elseif st.is_dir then
-    k = "dir"
-  else
-    k = "other"
-  end
+  if not st then return "missing" end
+  if st.is_file then return "file" end
+  if st.is_dir then return "dir" end
+  return "other"
+end
+
+-- The same, noted in the reads of the evaluation under way.
+local function stat(path)
+  local k = kind_of(path)
   if reads then plans.saw(reads, path, k) end
   return k
 end
@@ -1215,10 +1214,14 @@ end
 
 -- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
 -- configuration `dc`, on the headers `rh` (the response's, or those staged for a static
--- file); `mtime` and `len` of the file that answered when known.
+-- file); `mtime` and `len` of the file that answered when known.  Returns what the
+-- headers set depend on beyond `status` and `rh` as given: nil for nothing, a number n
+-- when only Expires does (now + n seconds), false when the file's modification time does
+-- (or a Header directive edited mod_expires' Expires); and whether `len` mattered.
 local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
   local ctype = rh["Content-Type"]
   local ekey, dkey
+  local dep, expires, len_used = nil, nil, false
   if ctype then ekey, dkey = type_key(ctype) end
   local ex = dc.expires
   if ex and status >= 200 and status < 300 then
@@ -1226,20 +1229,28 @@ local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
     if rule then
       local now = os.time()
       local base = now
-      if rule[1] == "M" then base = mtime or now end
+      if rule[1] == "M" then
+        base = mtime or now
+        dep = false
+      else
+        dep = rule[2]
+      end
       local at = base + rule[2]
       local max = at - now
       if max < 0 then max = 0 end
       rh["Cache-Control"] = "max-age=" .. max
-      rh["Expires"] = http_date(at)
+      expires = http_date(at)
+      rh["Expires"] = expires
     end
   end
   local headers = dc.headers
   if headers then headers(rh, status, errdoc) end
+  if dep and rh["Expires"] ~= expires then dep = false end
   -- mod_deflate notes that it looked at Accept-Encoding for the types it compresses,
   -- whether or not it compresses this response (a body under 69 bytes is left alone).
   if dkey and next(site.deflate) then
     local ce = rh["Content-Encoding"]
+    if site.deflate[dkey] and not nogzip then len_used = len ~= nil end
     if site.deflate[dkey] and not nogzip and not (len and len < 69)
       and (ce == nil or ce == "" or ce == "identity" or rh["Vary"]) then
       local v = rh["Vary"]
@@ -1264,6 +1275,7 @@ local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
     end
     rh["Vary"] = fixed
   end
+  return dep, len_used
 end
 
 -- What lighttpd's uri.scheme holds once the physical-path stage has sent a response
@@ -1326,13 +1338,21 @@ end
 -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires give
 -- it (the environment is nobody's to read but mod_deflate's no-gzip); `vary`, the Vary of
 -- the rules that led here.  The headers are worked out in a Lua table and each written
--- to lighttpd once.
-local function send_file(l, site, dc, path, uri, forced, nogzip, vary, errdoc)
+-- to lighttpd once.  `memo`, a table kept with what decided the request (an outcome of
+-- the decision cache, a plain_file answer), keeps what is the same each time: the file
+-- and its type, and per status the headers when only the status (and the clock, for an
+-- Expires) decides them.
+local function send_file(l, site, dc, path, uri, forced, nogzip, vary, errdoc, memo)
   local r = l.r
-  local real = site.links and through_links(site.links, path) or path
+  local f = memo and memo.file
+  if not f then
+    local ctype, enc = content_type(site, dc, path, forced)
+    f = { real = site.links and through_links(site.links, path) or path, ctype = ctype, enc = enc, by_status = {} }
+    if memo then memo.file = f end
+  end
+  local real, ctype, enc = f.real, f.ctype, f.enc
   local st = raw_stat(real)
   if not st then return 404 end
-  local ctype, enc = content_type(site, dc, path, forced)
   local attr = r.req_attr
   attr["physical.path"] = real
   attr["uri.path"] = uri
@@ -1350,12 +1370,31 @@ local function send_file(l, site, dc, path, uri, forced, nogzip, vary, errdoc)
     if vary then rh["Vary"] = vary end
     return status
   end
+  local len = (status == 200 or errdoc) and st.st_size or nil
+  local small = len ~= nil and len < 69
+  local kept = f.by_status[status]
+  if kept and (kept.small == nil or kept.small == small) then
+    for i = 1, #kept, 2 do rh[kept[i]] = kept[i + 1] end
+    if kept.expires then rh["Expires"] = http_date(os.time() + kept.expires) end
+    attr["uri.scheme"] = SENT
+    return status
+  end
   local h = { ["Content-Type"] = ctype, ["Content-Encoding"] = enc, ETag = etag, Vary = vary }
-  finish(h, site, dc, status, st.st_mtime, (status == 200 or errdoc) and st.st_size or nil, nogzip, errdoc ~= nil)
+  local dep, len_used = finish(h, site, dc, status, st.st_mtime, len, nogzip, errdoc ~= nil)
+  local list = {}
   for k, v in pairs(h) do
     if not ((k == "Content-Type" and v == ctype) or (k == "Content-Encoding" and v == enc) or (k == "ETag" and v == etag)) then
       rh[k] = v
+      if not (dep and k == "Expires") then
+        local n = #list
+        list[n + 1], list[n + 2] = k, v
+      end
     end
+  end
+  if memo and dep ~= false then
+    list.expires = dep
+    if len_used then list.small = small end
+    f.by_status[status] = list
   end
   attr["uri.scheme"] = SENT
   return status
@@ -1366,7 +1405,7 @@ end
 -- and the file sent is the one stat'ed.
 local function send_plain(l, site, e, target)
   local dc = e[2]
-  if not e[5] then return send_file(l, site, dc, e[1], target, nil, nil) end
+  if not e[5] then return send_file(l, site, dc, e[1], target, nil, nil, nil, nil, e) end
   local r = l.r
   local rh = r.resp_header
   local ctype, enc = e[3], e[4]
@@ -1401,8 +1440,8 @@ local function decide(site, r, method, target, https)
     if key then key = key .. "\0" .. (user or "") .. "\0" .. (auth_file or "") end
   end
   if key then
-    local p = plans.find(site, key, headers, stat)
-    if p then return p.cx, p.status, p.vary end
+    local p = plans.find(site, key, headers, kind_of)
+    if p then return p.cx, p.status, p.vary, p end
   end
   local rd = plans.reads()
   local cx = {
@@ -1414,8 +1453,9 @@ local function decide(site, r, method, target, https)
   reads = nil
   cx.headers = nil
   local vary = cx.vary and table.concat(cx.vary, ", ")
-  if key then plans.keep(site, key, rd, { cx = cx, status = status, vary = vary }) end
-  return cx, status, vary
+  local outcome = { cx = cx, status = status, vary = vary }
+  if key then plans.keep(site, key, rd, outcome) end
+  return cx, status, vary, outcome
 end
 
 -- Entry for magnet.attract-physical-path-to: `site` is the compiled module.
@@ -1435,17 +1475,22 @@ function M.physical(l, site)
     if chain.at ~= lc.time() and plans.htaccess_changed(nil, lc, chain) then return 503 end
     return send_plain(l, site, plain, target)
   end
-  local cx, status, vary = decide(site, r, method, target, attr["uri.scheme"] == "https")
+  local cx, status, vary, outcome = decide(site, r, method, target, attr["uri.scheme"] == "https")
   -- An .htaccess on the way to what was asked for, or to what answers, written since the
   -- conversion (lighten_plans.lua): refused until the site is converted again.
-  if plans.htaccess_refused(l.c, cx.asked, cx.script or cx.path or cx.filename) then return 503 end
+  local chains = outcome.chains
+  if not chains then
+    chains = plans.refusal_chains(cx.asked, cx.script or cx.path or cx.filename)
+    outcome.chains = chains
+  end
+  if plans.chains_refused(l.c, chains) then return 503 end
   if cx.realm and (status == 401 or cx.error_round == 401) then
     r.resp_header["WWW-Authenticate"] = 'Basic realm="' .. cx.realm .. '"'
   end
   local served = (status == 200 or cx.error_round) and cx.served
   if served == "file" then
     return send_file(l, site, cx.dc, cx.path, cx.uri, cx.forced_type, cx.env and cx.env["no-gzip"], vary,
-      cx.error_round)
+      cx.error_round, outcome)
   end
   if vary then r.resp_header["Vary"] = vary end
   -- what the response stage needs to know of an ErrorDocument that PHP answers

@@ -76,10 +76,54 @@ function M.find(owner, key, headers, fact_of)
   return nil
 end
 
+-- The paths of `rd` to look at again, and their facts: each path once (a//b names what
+-- a/b names), and no folder found as a plain "dir" when something under it was found:
+-- a stat through a path succeeds only where each folder on the way is one.  Nil when
+-- one path was seen two ways (it changed during the evaluation).
+local function essential(paths, facts)
+  local fact, order = {}, {}
+  for i = 1, #paths do
+    local p = paths[i]
+    if find(p, "//", 1, true) then p = p:gsub("//+", "/") end
+    local f = facts[i]
+    local had = fact[p]
+    if had == nil then
+      fact[p], order[#order + 1] = f, p
+    elseif had ~= f then
+      return nil
+    end
+  end
+  if #order > 64 then
+    local fs = {}
+    for i = 1, #order do fs[i] = fact[order[i]] end
+    return order, fs
+  end
+  local out_p, out_f = {}, {}
+  for i = 1, #order do
+    local p = order[i]
+    local f = fact[p]
+    local implied = false
+    if f == "dir" then
+      local under = byte(p, -1) == 47 and p or p .. "/"
+      for j = 1, #order do
+        local q = order[j]
+        if #q > #under and sub(q, 1, #under) == under and not find(fact[q], "^missing") then
+          implied = true
+          break
+        end
+      end
+    end
+    if not implied then out_p[#out_p + 1], out_f[#out_f + 1] = p, f end
+  end
+  return out_p, out_f
+end
+
 -- Keeps `outcome` with the reads `rd` under `key`, unless they cannot be checked.
 function M.keep(owner, key, rd, outcome)
   if rd.no or rd.hbytes > HEADERS then return end
-  outcome.hn, outcome.hv, outcome.paths, outcome.facts = rd.hn, rd.hv, rd.paths, rd.facts
+  local paths, facts = essential(rd.paths, rd.facts)
+  if not paths then return end
+  outcome.hn, outcome.hv, outcome.paths, outcome.facts = rd.hn, rd.hv, paths, facts
   local plans = owner.plans
   if not plans or plans.n >= KEYS then
     plans = { n = 0 }
@@ -252,16 +296,35 @@ function M.htaccess_changed(dir, lc, c)
   return nil
 end
 
--- Whether a request is refused for an access file changed on the way to what was asked
--- for (`asked`, the decoded path under the document root) or to what answers
--- (`answered`, a file or folder; not a URL): the check both tiers make before answering.
-local function changed_above(lc, p)
-  if type(p) ~= "string" or string.byte(p, 1) ~= 47 then return false end
-  return M.htaccess_changed(p:match("^(.*)/") or "", lc) ~= nil
+-- The folders to look at before answering a request: those on the way to what was
+-- asked for (`asked`, the decoded path under the document root) and to what answers
+-- (`answered`, a file or folder; not a URL).  A kept outcome keeps the list.
+local function chain_above(list, p)
+  if type(p) == "string" and byte(p, 1) == 47 then
+    list[#list + 1] = M.htaccess_chain(p:match("^(.*)/") or "")
+  end
+end
+
+function M.refusal_chains(asked, answered)
+  local list = {}
+  chain_above(list, asked)
+  chain_above(list, answered)
+  return list
+end
+
+-- Whether a request is refused for an access file changed in one of the folders of
+-- `list` (refusal_chains): the check both tiers make before answering.
+function M.chains_refused(lc, list)
+  local now = lc.time()
+  for i = 1, #list do
+    local c = list[i]
+    if c.at ~= now and M.htaccess_changed(nil, lc, c) then return true end
+  end
+  return false
 end
 
 function M.htaccess_refused(lc, asked, answered)
-  return changed_above(lc, asked) or changed_above(lc, answered)
+  return M.chains_refused(lc, M.refusal_chains(asked, answered))
 end
 
 -- Whether Apache answers 400 for this Host ("Client sent malformed Host header"): the

@@ -166,6 +166,18 @@ fn get_full(port: u16, host: &str, path: &str) -> (u16, String, Vec<u8>) {
     }
 }
 
+/// How many seconds the Expires of a response `head` is after its Date (both of one day).
+fn expires_ahead(head: &str) -> i64 {
+    let second_of = |name: &str| -> i64 {
+        let line = head.lines().find(|l| l.to_ascii_lowercase().starts_with(&format!("{name}:")));
+        let line = line.unwrap_or_else(|| panic!("no {name} in\n{head}"));
+        // "Date: Wed, 02 Dec 2026 18:44:04 GMT": the time of day is the fifth word after the name
+        let hms = line.split_whitespace().nth(5).unwrap_or_else(|| panic!("{line}"));
+        hms.split(':').map(|n| n.parse::<i64>().unwrap()).fold(0, |a, n| a * 60 + n)
+    };
+    (second_of("expires") - second_of("date")).rem_euclid(86_400)
+}
+
 /// The user of every lighttpd process whose command line names `needle`.
 fn users_of(needle: &str) -> Vec<String> {
     lighten::run::process::processes_mentioning(needle)
@@ -612,9 +624,15 @@ fn kept_decisions_follow_the_disk(interpreted: bool) {
     let _server = start(&run_line(&r), None);
     let page = site.join("wp-content/cache/supercache/example.test/index.html");
     let cached = std::fs::read(&page).unwrap();
-    // WP Super Cache's page, as often as it is asked for.
-    for _ in 0..3 {
-        assert_eq!(get(port, "example.test", "/"), (200, cached.clone()));
+    // WP Super Cache's page, as often as it is asked for, with an Expires three seconds
+    // after the request (ExpiresByType text/html A3), however long it has been kept.
+    for pause in [0, 0, 2100] {
+        std::thread::sleep(Duration::from_millis(pause));
+        let (status, head, body) = get_full(port, "example.test", "/");
+        assert_eq!((status, body), (200, cached.clone()));
+        let ahead = expires_ahead(&head);
+        // (2: the second turned between the Lua's clock and lighttpd's Date)
+        assert!(ahead == 3 || ahead == 2, "Expires {ahead} s after Date:\n{head}");
     }
     // The page goes: WordPress's index.php answers (503 here: no PHP backend listens).
     std::fs::remove_file(&page).unwrap();
