@@ -626,13 +626,15 @@ fn kept_decisions_follow_the_disk(interpreted: bool) {
     let cached = std::fs::read(&page).unwrap();
     // WP Super Cache's page, as often as it is asked for, with an Expires three seconds
     // after the request (ExpiresByType text/html A3), however long it has been kept.
-    for pause in [0, 0, 2100] {
+    for pause in [0, 0, 3100] {
         std::thread::sleep(Duration::from_millis(pause));
         let (status, head, body) = get_full(port, "example.test", "/");
         assert_eq!((status, body), (200, cached.clone()));
         let ahead = expires_ahead(&head);
-        // (2: the second turned between the Lua's clock and lighttpd's Date)
-        assert!(ahead == 3 || ahead == 2, "Expires {ahead} s after Date:\n{head}");
+        // (2 or 4: the second turned between the Lua's clock and lighttpd's Date, which
+        // lighttpd takes from its event loop's clock; an Expires kept from the first
+        // answer would be at most 1 s after the last one's Date)
+        assert!((2..=4).contains(&ahead), "Expires {ahead} s after Date:\n{head}");
     }
     // The page goes: WordPress's index.php answers (503 here: no PHP backend listens).
     std::fs::remove_file(&page).unwrap();
