@@ -1250,11 +1250,12 @@ local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
   -- whether or not it compresses this response (a body under 69 bytes is left alone).
   if dkey and next(site.deflate) then
     local ce = rh["Content-Encoding"]
-    if site.deflate[dkey] and not nogzip then len_used = len ~= nil end
-    if site.deflate[dkey] and not nogzip and not (len and len < 69)
-      and (ce == nil or ce == "" or ce == "identity" or rh["Vary"]) then
-      local v = rh["Vary"]
-      rh["Vary"] = (v and v ~= "") and (v .. ",Accept-Encoding") or "Accept-Encoding"
+    if site.deflate[dkey] and not nogzip then
+      len_used = len ~= nil
+      if not (len and len < 69) and (ce == nil or ce == "" or ce == "identity" or rh["Vary"]) then
+        local v = rh["Vary"]
+        rh["Vary"] = (v and v ~= "") and (v .. ",Accept-Encoding") or "Accept-Encoding"
+      end
     end
   end
   -- Apache's fixup_vary(): one Vary, tokens once each (case-insensitively).
@@ -1291,7 +1292,8 @@ local SENT = "lighten-sent"
 -- could change it (files_pass), not handled by PHP. Else nil, and `run` decides.
 --
 -- What the configuration says of a target is a constant, remembered (bounded, as the
--- other memos): { path, configuration, Content-Type, Content-Encoding, whole }, `whole`
+-- other memos): { path, configuration, Content-Type, Content-Encoding, whole, the
+-- .htaccess safety net's folders (refusal_chains) }, `whole`
 -- when mod_expires, mod_headers and mod_deflate have nothing to add to the file's 200;
 -- false for a target this does not serve.  Whether the file exists is asked every time.
 local function plain_target(site, target)
@@ -1315,7 +1317,7 @@ local function plain_target(site, target)
     local _, dkey = type_key(ctype)
     if site.deflate[dkey] then whole = false end
   end
-  return { path, dc, ctype, enc, whole, plans.htaccess_chain(parent(path)) }
+  return { path, dc, ctype, enc, whole, plans.refusal_chains(nil, path) }
 end
 
 local function plain_file(site, target, method)
@@ -1471,8 +1473,7 @@ function M.physical(l, site)
   local target = attr["request.orig-uri"] or attr["request.uri"]
   local plain = plain_file(site, target, method)
   if plain then
-    local lc, chain = l.c, plain[6]
-    if chain.at ~= lc.time() and plans.htaccess_changed(nil, lc, chain) then return 503 end
+    if plans.chains_refused(l.c, plain[6]) then return 503 end
     return send_plain(l, site, plain, target)
   end
   local cx, status, vary, outcome = decide(site, r, method, target, attr["uri.scheme"] == "https")
