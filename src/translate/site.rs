@@ -8,6 +8,7 @@ use super::{Finding, Site};
 use crate::model::access::{AccessConfig, Authz, Combine, Order, Satisfy};
 use crate::model::alias::AliasKind;
 use crate::model::dir::ErrorAction;
+use crate::model::headers::Piece;
 use crate::model::mime::Handler;
 use crate::model::rewrite::{CondFlag, RewriteConfig, RewriteRule, RuleFlagKind};
 use crate::model::{Matcher, Model, Scope, ScopeKind};
@@ -337,7 +338,40 @@ impl Site<'_> {
         let mut headers = Value::table();
         for h in st.headers.iter().filter(|h| !h.request) {
             let mut x = Value::table();
-            x.set("name", h.name.as_str()).set("action", h.action.as_str()).set("value", h.value.clone());
+            x.set("name", h.name.as_str()).set("action", h.action.as_str());
+            if let Some(v) = h.literal() {
+                x.set("value", v);
+            } else if h.format.iter().all(|p| matches!(p, Piece::Text(_) | Piece::Env(_))) {
+                // `%{VAR}e` reads the variables the request set on its way (SetEnv, SetEnvIf,
+                // RewriteRule [E=], mod_auth's); those Apache's PHP handler adds for the
+                // script (HTTP_HOST, REQUEST_URI, ...) are not among them here.
+                let mut f = Value::table();
+                for p in &h.format {
+                    match p {
+                        Piece::Text(t) => f.push(t.as_str()),
+                        Piece::Env(v) => {
+                            let mut e = Value::table();
+                            e.set("env", v.as_str());
+                            f.push(e)
+                        }
+                        _ => unreachable!("only text and %{{VAR}}e here"),
+                    };
+                }
+                x.set("format", f);
+                if h.format.iter().any(|p| matches!(p, Piece::Env(_))) {
+                    self.findings.push(Finding::approximated(
+                        h.at,
+                        "Header value with %{VAR}e: the variable is read from what SetEnv, SetEnvIf, RewriteRule [E=] and authentication set; the CGI variables Apache's handler adds for PHP (HTTP_HOST, REQUEST_URI, ...) read as (null)".to_string(),
+                    ));
+                }
+            } else {
+                self.findings.push(Finding::unsupported(
+                    h.at,
+                    "Header value with %t, %D, %l, %i, %b, %{VAR}s or expr= is not translated".to_string(),
+                    "the header is left out",
+                ));
+                continue;
+            }
             x.set("always", h.table == "always");
             if let Some(c) = &h.condition {
                 if let Some(e) = c.strip_prefix("expr=") {

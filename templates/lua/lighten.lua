@@ -1163,6 +1163,9 @@ end
 -- The handler's answer for a mapped file.
 function Ctx:handle(dc, fname, path_info, kind)
   local h = self:handler_for(dc, fname)
+  -- mod_env's fixup, for every request that gets this far: what a script receives, and
+  -- what mod_headers' %{VAR}e reads.
+  for _, e in ipairs(dc.setenv) do self.env[e[1]] = e[2] end
   -- Apache runs it as a CGI program, which lighttpd is not set up to: never its source.
   if self.cgi_alias and not dc.set_handler then
     if kind == "file" then refuse("a ScriptAlias file, which Apache runs as a CGI program") end
@@ -1171,8 +1174,6 @@ function Ctx:handle(dc, fname, path_info, kind)
   end
   if h and h.backend then
     if kind ~= "file" then return done(404) end
-    -- mod_env's fixup: what the script receives.
-    for _, e in ipairs(dc.setenv) do self.env[e[1]] = e[2] end
     return done(200, { type = "php", script = fname, path_info = path_info, dc = dc })
   end
   if h and h.other then refuse("the handler " .. tostring(h.other)) end
@@ -1556,6 +1557,21 @@ local function content_type(site, dc, path, forced)
 end
 M.content_type = content_type
 
+-- A Header value with %{VAR}e (mod_headers' format string, read at conversion): the
+-- request's variable, or "(null)" when unset, line breaks in it sent as spaces.
+local function header_value(format, env)
+  local out = {}
+  for i, p in ipairs(format) do
+    if type(p) == "string" then
+      out[i] = p
+    else
+      local v = env[p.env]
+      out[i] = v and v:gsub("[\r\n]", " ") or "(null)"
+    end
+  end
+  return table.concat(out)
+end
+
 -- mod_headers and mod_expires for a response, from the final directory configuration.
 local function apply_headers(cx, dc, status, ctype)
   local rh = lighty.r.resp_header
@@ -1575,24 +1591,25 @@ local function apply_headers(cx, dc, status, ctype)
     local ok = (status < 300 or h.always or cx.error_document) and (h.condition == nil or h.condition(cx))
     if ok then
       local cur = rh[h.name]
+      local value = h.value or (h.format and header_value(h.format, cx.env))
       if h.action == "set" then
-        rh[h.name] = h.value
+        rh[h.name] = value
       elseif h.action == "unset" then
         rh[h.name] = ""
       elseif h.action == "append" or h.action == "merge" then
         if cur and cur ~= "" then
           local present = false
           if h.action == "merge" then
-            for tok in (cur .. ","):gmatch("%s*([^,]-)%s*,") do if tok == h.value then present = true end end
+            for tok in (cur .. ","):gmatch("%s*([^,]-)%s*,") do if tok == value then present = true end end
           end
-          if not present then rh[h.name] = cur .. ", " .. h.value end
+          if not present then rh[h.name] = cur .. ", " .. value end
         else
-          rh[h.name] = h.value
+          rh[h.name] = value
         end
       elseif h.action == "add" then
-        rh[h.name] = (cur and cur ~= "") and (cur .. ", " .. h.value) or h.value
+        rh[h.name] = (cur and cur ~= "") and (cur .. ", " .. value) or value
       elseif h.action == "setifempty" then
-        if not cur or cur == "" then rh[h.name] = h.value end
+        if not cur or cur == "" then rh[h.name] = value end
       elseif h.action == "edit" or h.action == "edit*" then
         if cur and h.re then refuse("Header edit") end
       end

@@ -698,6 +698,9 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
         if !matches!(h.action.as_str(), "set" | "unset" | "append" | "merge" | "add" | "setifempty") {
             return at(&format!("Header {}", h.action));
         }
+        if h.action != "unset" && h.literal().is_none() {
+            return at("a Header value with %{VAR}e, %t, %D or expr=");
+        }
     }
     // Rules written in the server or vhost itself are server-context rules, checked
     // by the caller (there are none in a compiled host).
@@ -1351,7 +1354,8 @@ impl<'s, 'a> Writer<'s, 'a> {
     fn headers(&mut self, list: &[&crate::model::headers::HeaderRule]) -> String {
         let mut body = String::new();
         for h in list {
-            let v = lua::string(h.value.as_deref().unwrap_or(""));
+            // check_scope let only text values through.
+            let v = lua::string(&h.literal().unwrap_or_default());
             let n = lua::string(&h.name);
             let line = match h.action.as_str() {
                 "set" => format!("rh[{n}] = {v}"),
