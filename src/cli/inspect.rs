@@ -9,8 +9,13 @@ use std::io::Write;
 use std::path::Path;
 
 pub fn load_options(a: &LoadArgs) -> LoadOptions {
+    let sysroot = a.sysroot.as_ref().map(Sysroot::at).unwrap_or_else(Sysroot::host);
+    // --server-config by CONFIG's rule: in the copy or as on the server (a path in
+    // neither is kept, and reading it reports it)
+    let server_config =
+        a.server_config.as_ref().map(|c| sysroot.given(Path::new(c)).unwrap_or_else(|| c.clone()));
     LoadOptions {
-        sysroot: a.sysroot.as_ref().map(Sysroot::at).unwrap_or_else(Sysroot::host),
+        sysroot,
         server_root: a.server_root.clone(),
         defines: a
             .defines
@@ -21,7 +26,7 @@ pub fn load_options(a: &LoadArgs) -> LoadOptions {
             })
             .collect(),
         apache_version: a.apache_version.clone(),
-        server_config: a.server_config.clone(),
+        server_config,
         server_name: a.server_name.clone(),
         walk_limit: a.walk_limit,
         plesk_domains: None,

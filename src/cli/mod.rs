@@ -23,6 +23,16 @@ use args::{Cli, ColorChoice, Command};
 use clap::Parser;
 use std::io::IsTerminal;
 
+/// Whether `args` (the program name first) is a command line lighten takes, and clap's
+/// message when not: what the documentation tests hold every documented command to.
+pub fn check_args<I, T>(args: I) -> Result<(), String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Cli::try_parse_from(args).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// Runs the command line; returns the exit status.
 pub fn main() -> i32 {
     // A closed pipe (`lighten ... | head`) ends lighten quietly, as it ends cat, instead of

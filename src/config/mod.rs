@@ -89,8 +89,10 @@ pub struct Input {
 pub enum LoadError {
     #[error("{0}: no such file or directory")]
     NotFound(String),
-    #[error("{path} is outside the sysroot {root}")]
-    OutsideSysroot { path: String, root: String },
+    #[error(
+        "{path} is neither inside the sysroot {root} nor, as on the server, a path of it ({inside} does not exist)"
+    )]
+    OutsideSysroot { path: String, root: String, inside: String },
     #[error("{root}: no domain {domain} (no system/{domain}/conf/httpd.conf)")]
     NoSuchDomain { root: String, domain: String },
     #[error("{path}: {why}")]
@@ -204,9 +206,10 @@ pub fn classify(path: &Path, opts: &LoadOptions) -> Result<Input, LoadError> {
 /// The path as Apache names it: inside the sysroot, or absolute and cleaned.
 fn apache_path_of(path: &Path, fs: &Sysroot) -> Result<String, LoadError> {
     Ok(match fs.root() {
-        Some(root) => fs.apache_path(path).ok_or_else(|| LoadError::OutsideSysroot {
+        Some(root) => fs.given(path).ok_or_else(|| LoadError::OutsideSysroot {
             path: path.display().to_string(),
             root: root.display().to_string(),
+            inside: fs.host_path(&path.to_string_lossy()).display().to_string(),
         })?,
         None => {
             let abs = if path.is_absolute() {
@@ -321,7 +324,9 @@ fn load_plesk(
     }
     // Domains the server config did not include are added, as Plesk's own include chain
     // would have read them.
-    let seen: Vec<std::path::PathBuf> = reader.seen.iter().map(|(p, _)| p.clone()).collect();
+    // (sets: a server has thousands of these files)
+    let seen: std::collections::HashSet<std::path::PathBuf> =
+        reader.seen.iter().map(|(p, _)| p.clone()).collect();
     let mut missing = Vec::new();
     for d in domains {
         let conf = format!("{}/system/{d}/conf/httpd.conf", root.trim_end_matches('/'));
@@ -343,6 +348,8 @@ fn load_plesk(
     }
     // Custom files the generated httpd.conf does not include are not in effect in Apache
     // either (Plesk adds the Include when it regenerates); say so.
+    let seen: std::collections::HashSet<std::path::PathBuf> =
+        reader.seen.iter().map(|(p, _)| p.clone()).collect();
     for d in domains {
         for custom in ["vhost.conf", "vhost_ssl.conf"] {
             let path = format!("{}/system/{d}/conf/{custom}", root.trim_end_matches('/'));
@@ -350,7 +357,7 @@ fn load_plesk(
                 continue;
             }
             let canonical = std::fs::canonicalize(fs.host_path(&path)).unwrap_or_default();
-            if !reader.seen.iter().any(|(p, _)| *p == canonical) {
+            if !seen.contains(&canonical) {
                 let bytes = fs.read(&path).unwrap_or_default();
                 let id = reader.add_file(
                     fs.host_path(&path).to_string_lossy().into_owned(),

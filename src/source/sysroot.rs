@@ -48,6 +48,32 @@ impl Sysroot {
         }
     }
 
+    /// The Apache path of a path the user gave (a command's CONFIG, `--server-config`),
+    /// by one rule for every command: under a sysroot, a path inside the copy
+    /// (`copy/etc/apache2/apache2.conf`), else one that names a file of the copy as on the
+    /// server (`/etc/apache2/apache2.conf`) or relative to its root (`etc/apache2`).
+    /// `None` when it is none of these.  Without a sysroot, the path itself.
+    pub fn given(&self, given: &Path) -> Option<String> {
+        let Some(root) = &self.root else { return Some(given.to_string_lossy().into_owned()) };
+        if let Some(p) = self.apache_path(given) {
+            return Some(p);
+        }
+        // Inside the copy, one side absolute and the other relative.
+        let abs = |p: &Path| -> PathBuf {
+            let p = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+            };
+            PathBuf::from(clean_path(&p.to_string_lossy()))
+        };
+        if let Ok(rel) = abs(given).strip_prefix(abs(root)) {
+            return Some(clean_path(&format!("/{}", rel.to_string_lossy())));
+        }
+        let as_on_server = clean_path(&format!("/{}", given.to_string_lossy().trim_start_matches('/')));
+        self.exists(&as_on_server).then_some(as_on_server)
+    }
+
     pub fn read(&self, apache_path: &str) -> io::Result<Vec<u8>> {
         std::fs::read(self.host_path(apache_path))
     }
@@ -128,6 +154,20 @@ mod tests {
         assert_eq!(clean_path("a/../../b"), "../b");
         assert_eq!(join("/etc/apache2", "mods-enabled/*.load"), "/etc/apache2/mods-enabled/*.load");
         assert_eq!(join("/etc/apache2", "/abs"), "/abs");
+    }
+
+    #[test]
+    fn a_given_path_is_taken_in_the_copy_or_as_on_the_server() {
+        let s = Sysroot::at("fixtures/plesk");
+        let want = Some("/var/www/vhosts".to_string());
+        assert_eq!(s.given(Path::new("fixtures/plesk/var/www/vhosts")), want);
+        assert_eq!(s.given(Path::new("/var/www/vhosts")), want);
+        assert_eq!(s.given(Path::new("var/www/vhosts/")), Some("/var/www/vhosts/".to_string()));
+        let abs = std::env::current_dir().unwrap().join("fixtures/plesk/var/www/vhosts");
+        assert_eq!(s.given(&abs), want);
+        // in neither: refused, not guessed
+        assert_eq!(s.given(Path::new("/var/www/nowhere")), None);
+        assert_eq!(Sysroot::host().given(Path::new("/x")), Some("/x".to_string()));
     }
 
     #[test]

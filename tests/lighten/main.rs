@@ -5,6 +5,7 @@ mod batch;
 mod bench;
 mod convert;
 mod convert_diff;
+mod docs;
 mod dry_run;
 mod explain;
 mod helpers;

@@ -211,6 +211,25 @@ fn wizard_scripted_with_flags_completes_without_a_terminal() {
     assert!(r.stdout.contains("migrating 1 of 6: shop.example"), "{}", r.stdout);
     assert!(r.stdout.contains("verify: skipped (later: lighten verify"), "{}", r.stdout);
     assert!(r.stdout.contains(&format!("lighttpd -tt -f {dir}/lighttpd.conf")), "{}", r.stdout);
+    // What it says to run later runs as printed, for the site picked only.
+    let later: Vec<Vec<String>> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once("(later: ")?.1.strip_suffix(')'))
+        .map(|c| c.split(' ').map(String::from).collect())
+        .collect();
+    assert_eq!(later.len(), 2, "{}", r.stdout);
+    for words in &later {
+        lighten::cli::check_args(words).unwrap_or_else(|e| panic!("{}: {e}", words.join(" ")));
+        assert!(words.join(" ").ends_with("/var/www/vhosts --vhost shop.example"), "{words:?}");
+    }
+    if have_servers() {
+        let words: Vec<&str> = later[0][1..].iter().map(String::as_str).collect();
+        assert_eq!(words[0], "verify");
+        let v = lighten(&words);
+        assert!(v.code <= 1, "{}", v.transcript());
+        assert!(v.stdout.contains("0 fail-open") && !v.stdout.contains("blog.example"), "{}", v.stdout);
+    }
     let conf = std::fs::read_to_string(Path::new(&dir).join("lighttpd.conf")).unwrap();
     // The one site left answers on its addresses whatever the Host: no host conditions.
     assert!(conf.contains("vhosts/shop.example/httpdocs") && !conf.contains("blog.example"), "{conf}");

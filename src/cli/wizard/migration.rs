@@ -27,9 +27,9 @@ pub struct Migration {
     pub listen: Vec<String>,
     pub verify: Check,
     pub bench: Check,
-    /// The configuration and how to read it, as the other commands take them
-    /// (`--sysroot DIR --server-name NAME CONFIG`): what to run later.
-    pub command_line: String,
+    /// The verify and benchmark commands to run later, for the sites picked.
+    pub verify_later: String,
+    pub bench_later: String,
 }
 
 /// Whether to run one of the checks after writing.

@@ -78,7 +78,7 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
 
     println!("\n1. The Apache configuration");
     let config = ask_config(&a, &found, &prompt)?;
-    let command_line = command_line(&a.load, &config);
+    let command_line = command_line(&a.load, &config, &[]);
     // What Apache would refuse at startup ends the wizard here, before any question more.
     let (cfg, mut model) = super::load::checked(&config, &load, color)?;
     let errors = cfg.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
@@ -180,6 +180,16 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         "--bench or --no-bench",
     )?;
     let chosen: Vec<&Site> = picked.iter().map(|&i| &sites[i]).collect();
+    // what verify and the benchmark run later take: only the sites picked (by name; a
+    // nameless default site cannot be named, and then every site goes)
+    let mut only = Vec::new();
+    if keep.is_some() && chosen.iter().all(|s| s.name.is_some()) {
+        for s in &chosen {
+            only.extend(["--vhost".to_string(), s.name.clone().unwrap_or_default()]);
+        }
+    }
+    let verify_later = format!("lighten verify {}", self::command_line(&a.load, &config, &only));
+    let bench_later = format!("lighten bench {}", bench_line(&a.load, &config, &only));
     let m = Migration {
         config: config.clone(),
         keep,
@@ -191,7 +201,8 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         listen,
         verify,
         bench,
-        command_line,
+        verify_later,
+        bench_later,
     };
     act(&m, &load, &cfg, &model, prepared, color)
 }
@@ -229,7 +240,6 @@ fn act(
     }
 
     println!("\n5. Checks");
-    let again = &m.command_line;
     let for_run = match (&m.verify, &m.bench) {
         (Check::Run, _) | (_, Check::Run) => Some(config::load(&m.config, load)?),
         _ => None,
@@ -240,7 +250,7 @@ fn act(
             Err(e) => println!("   verify could not run: {e:#}"),
         },
         (Check::Unavailable(why), _) => println!("   verify: skipped, {why}"),
-        _ => println!("   verify: skipped (later: lighten verify {again})"),
+        _ => println!("   verify: skipped (later: {})", m.verify_later),
     }
     match (&m.bench, &for_run) {
         (Check::Run, Some(for_run)) => match bench(m, for_run, cfg, model) {
@@ -248,7 +258,7 @@ fn act(
             Err(e) => println!("   benchmark could not run: {e:#}"),
         },
         (Check::Unavailable(why), _) => println!("   benchmark: skipped, {why}"),
-        _ => println!("   benchmark: skipped (later: lighten bench --compare {again})"),
+        _ => println!("   benchmark: skipped (later: {})", m.bench_later),
     }
     if status == 3 {
         println!(
@@ -447,9 +457,20 @@ fn ask_check(
 }
 
 /// The configuration and the flags it was read with, as `verify` and `bench` take them.
-fn command_line(l: &LoadArgs, config: &Path) -> String {
+/// `--sysroot DIR --server-name NAME CONFIG` and `extra`: how the other commands take the
+/// configuration.
+fn command_line(l: &LoadArgs, config: &Path, extra: &[String]) -> String {
     let mut words = l.to_args();
     words.push(config.display().to_string());
+    words.extend(extra.iter().cloned());
+    super::convert::shell_line(&words)
+}
+
+/// The same for `lighten bench`, whose CONFIG is the value of `--compare`.
+fn bench_line(l: &LoadArgs, config: &Path, only: &[String]) -> String {
+    let mut words = l.to_args();
+    words.extend(["--compare".to_string(), config.display().to_string()]);
+    words.extend(only.iter().cloned());
     super::convert::shell_line(&words)
 }
 

@@ -1,0 +1,281 @@
+//! Every `lighten` command in README.md and docs/*.md is one lighten takes, and each one
+//! that can run here runs: a server path is read from the fixture that has it (`--sysroot`
+//! and the path as on the server, the one path rule), every `--out` goes to a temporary
+//! folder. What cannot run here (a load on a server of one's own, the wizard at a terminal,
+//! a watch that runs until stopped) is still parsed, and the test says why it did not run.
+
+use crate::helpers::{lighten, servers_present};
+use std::path::Path;
+
+/// A documented command: where it is written, and its words (shell quoting undone, a
+/// comment or redirection after it dropped).
+struct Doc {
+    at: String,
+    words: Vec<String>,
+}
+
+/// The server paths the documentation uses, and the fixture that holds each.
+const SERVER_PATHS: &[(&str, &str)] = &[
+    ("/etc/apache2/apache2.conf", "fixtures/debian-stock"),
+    ("/var/www/vhosts", "fixtures/plesk"),
+    ("/var/www/html", "fixtures/debian-stock"),
+];
+
+/// A copy of a server, as the documentation names one: a fixture here.
+const COPY: (&str, &str) = ("./copy", "fixtures/debian-stock");
+
+/// Flags whose value is a file that must be there for the command to run.
+const FILE_FLAGS: &[&str] = &["--requests", "--from-log", "--server-config", "--settings"];
+
+fn documents() -> Vec<String> {
+    let mut files = vec!["README.md".to_string()];
+    let mut docs: Vec<String> = std::fs::read_dir("docs")
+        .expect("docs/")
+        .filter_map(|e| e.ok())
+        .map(|e| format!("docs/{}", e.file_name().to_string_lossy()))
+        .filter(|f| f.ends_with(".md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// The commands of fenced `sh` blocks (a line that starts with `lighten`, continuation
+/// lines joined) and of `text` blocks (a `$ lighten` line: a transcript).
+fn commands() -> Vec<Doc> {
+    let mut out = Vec::new();
+    for file in documents() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut fence: Option<String> = None;
+        let mut pending: Option<(usize, String)> = None;
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if let Some(lang) = t.strip_prefix("```") {
+                fence = if fence.is_some() { None } else { Some(lang.trim().to_string()) };
+                continue;
+            }
+            let Some(lang) = &fence else { continue };
+            let (start, joined) = match pending.take() {
+                Some((n, head)) => (n, format!("{head} {t}")),
+                None => (i + 1, t.to_string()),
+            };
+            if let Some(head) = joined.strip_suffix('\\') {
+                pending = Some((start, head.trim_end().to_string()));
+                continue;
+            }
+            let cmd = match lang.as_str() {
+                "sh" | "bash" | "shell" | "console" => joined.strip_prefix("$ ").unwrap_or(&joined),
+                "text" => match joined.strip_prefix("$ ") {
+                    Some(c) => c,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if cmd.starts_with("lighten ") {
+                out.push(Doc { at: format!("{file}:{start}"), words: words(cmd) });
+            }
+        }
+    }
+    out
+}
+
+/// Shell words of `line` up to a comment or an operator (`>`, `|`, `&&`, `;`).
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                has = true;
+                for d in chars.by_ref() {
+                    if d == '\'' {
+                        break;
+                    }
+                    cur.push(d);
+                }
+            }
+            '"' => {
+                has = true;
+                while let Some(d) = chars.next() {
+                    match d {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        d => cur.push(d),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if has {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            '#' | '>' | '|' | ';' | '&' if !has => break,
+            c => {
+                has = true;
+                cur.push(c);
+            }
+        }
+    }
+    if has {
+        out.push(cur);
+    }
+    out
+}
+
+/// A usage synopsis (`lighten batch ROOT --out DIR [--jobs N]...`): its flags, bare.
+fn synopsis_flags(words: &[String]) -> Option<Vec<String>> {
+    if !words.iter().any(|w| w.starts_with('[')) {
+        return None;
+    }
+    let flags = words
+        .iter()
+        .map(|w| w.trim_start_matches('[').trim_end_matches("...").trim_end_matches(']'))
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.split(['=', ']']).next().unwrap().to_string())
+        .collect();
+    Some(flags)
+}
+
+/// Why `words` cannot run here, or None. `fixture` is the sysroot its server paths are
+/// read from.
+fn not_here(words: &[String], fixture: Option<&str>) -> Option<String> {
+    let sub = words[1].as_str();
+    match sub {
+        "bench" => return Some("a load on a server of one's own (bench.rs runs lighten bench)".into()),
+        "wizard" if !words.iter().any(|w| w == "--yes") => {
+            return Some("asks at a terminal (wizard.rs runs it in a pseudo-terminal)".into());
+        }
+        "wizard" if !servers_present() => return Some("apache2 or lighttpd missing".into()),
+        "diff" => return Some("compares two earlier outputs (dry_run.rs runs lighten diff)".into()),
+        "watch" if !words.iter().any(|w| w == "--once") => {
+            return Some("runs until stopped (`--once` runs here; watch.rs runs watch)".into());
+        }
+        "verify" if !servers_present() => return Some("apache2 or lighttpd missing".into()),
+        _ => {}
+    }
+    if words.iter().any(|w| w == "--sysroot") {
+        return None;
+    }
+    // (an --out folder is made here; `lighten directives` and `completions` read nothing)
+    let input = (2..words.len())
+        .map(|i| (&words[i], &words[i - 1]))
+        .find_map(|(w, before)| (w.starts_with('/') && before != "--out").then_some(w));
+    let Some(fixture) = fixture else {
+        return input.map(|path| format!("no fixture holds {path}"));
+    };
+    for pair in words.windows(2) {
+        if FILE_FLAGS.contains(&pair[0].as_str()) {
+            let v = &pair[1];
+            let there = if v.starts_with('/') {
+                Path::new(fixture).join(v.trim_start_matches('/')).exists()
+            } else {
+                Path::new(v).exists()
+            };
+            if !there {
+                return Some(format!("{} {v}: no fixture holds it", pair[0]));
+            }
+        }
+    }
+    None
+}
+
+/// The command as it runs here: the fixture as `--sysroot` (server paths stay as
+/// written), each `--out` in `tmp`.
+fn runnable(words: &[String], fixture: Option<&str>, tmp: &Path, n: usize) -> Vec<String> {
+    let mut out = vec![words[1].clone()];
+    if let Some(f) = fixture
+        && !words.iter().any(|w| w == "--sysroot")
+    {
+        out.extend(["--sysroot".to_string(), f.to_string()]);
+    }
+    let mut i = 2;
+    while i < words.len() {
+        out.push(match words[i].strip_prefix(COPY.0) {
+            Some(rest) => format!("{}{rest}", COPY.1),
+            None => words[i].clone(),
+        });
+        if words[i] == "--out" && i + 1 < words.len() {
+            out.push(tmp.join(format!("out{n}")).to_string_lossy().into_owned());
+            i += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn every_documented_command_is_one_lighten_takes_and_runs_here_where_it_can() {
+    let docs = commands();
+    assert!(
+        docs.len() >= 40,
+        "only {} commands found in README.md and docs/: is the extraction broken?",
+        docs.len()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    let (mut ran, mut parsed) = (0, Vec::new());
+    for (n, doc) in docs.iter().enumerate() {
+        let w = &doc.words;
+        if let Some(flags) = synopsis_flags(w) {
+            let help = lighten(&[w[1].as_str(), "--help"]);
+            for f in flags {
+                if !help.stdout.contains(&format!("{f} ")) && !help.stdout.contains(&format!("{f}\n")) {
+                    problems.push(format!("{}: `lighten {}` has no flag {f}", doc.at, w[1]));
+                }
+            }
+            continue;
+        }
+        if let Err(e) = lighten::cli::check_args(w) {
+            problems.push(format!("{}: {} does not parse: {e}", doc.at, w.join(" ")));
+            continue;
+        }
+        let fixture = w.iter().find_map(|x| SERVER_PATHS.iter().find(|(p, _)| x == p).map(|(_, f)| *f));
+        if let Some(why) = not_here(w, fixture) {
+            parsed.push(format!("{}: {} (parsed only: {why})", doc.at, w.join(" ")));
+            continue;
+        }
+        let args = runnable(w, fixture, tmp.path(), n);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = lighten(&args);
+        ran += 1;
+        // 0, or 1: something approximated, an .htaccess Apache answers 500 for, answers
+        // that differ; never 2 (failed) or 3 (a fail-open), but for --strict's documented
+        // refusal of an inexact conversion
+        let refused =
+            w.iter().any(|x| x == "--strict") && out.code == 2 && out.stderr.contains("nothing written");
+        if !(out.code == 0 || out.code == 1 || refused) || out.stderr.contains("panicked") {
+            problems.push(format!(
+                "{}: lighten {} exited {}: {}",
+                doc.at,
+                args.join(" "),
+                out.code,
+                out.stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ")
+            ));
+        }
+    }
+    for p in &parsed {
+        eprintln!("{p}");
+    }
+    eprintln!("{} documented commands: {ran} ran, {} parsed only", docs.len(), parsed.len());
+    assert!(problems.is_empty(), "documented commands that do not work:\n{}", problems.join("\n"));
+    assert!(ran >= 20, "only {ran} documented commands ran here");
+}
+
+#[test]
+fn the_shell_words_of_a_documented_line() {
+    assert_eq!(
+        words(r#"lighten explain 'http://x/?a=1' -H "Cookie: a b"   # why"#),
+        ["lighten", "explain", "http://x/?a=1", "-H", "Cookie: a b"]
+    );
+    assert_eq!(
+        words("lighten bench --json http://h/ > run.json"),
+        ["lighten", "bench", "--json", "http://h/"]
+    );
+    assert_eq!(
+        synopsis_flags(&words("lighten batch ROOT --out DIR [--jobs N] [--listen [PORT=]ADDR:PORT]...")),
+        Some(vec!["--out".to_string(), "--jobs".to_string(), "--listen".to_string()])
+    );
+}
