@@ -122,7 +122,7 @@ Examples:
       --server-config /etc/apache2/apache2.conf
   lighten batch --sysroot ./copy ./copy/var/www/vhosts --out out --json > summary.json
   lighten batch /var/www/vhosts --out /srv/lighttpd --dry-run
-  lighten batch /var/www/vhosts --out /srv/lighttpd --shard 2/3   (on the second of three machines)
+  lighten batch /var/www/vhosts --out /srv/lighttpd --shard 2/3   # on the second of three machines
 
 ROOT is a Plesk vhosts root (the folder holding system/<domain>/conf/httpd.conf). Each
 account is read alone inside the server-wide configuration (--server-config, else
@@ -177,7 +177,7 @@ configuration; 130 interrupted (the servers are stopped and reaped first).")]
 Examples:
   lighten bench -n 10000 -c 20 -k http://127.0.0.1:8080/index.html
   lighten bench -t 10 -c 50 --json http://127.0.0.1/ > run.json
-  lighten bench -t 30 -c 20 -k --rate 2000 http://127.0.0.1/   (latency at a constant rate)
+  lighten bench -t 30 -c 20 -k --rate 2000 http://127.0.0.1/   # latency at a constant rate
   lighten bench --compare /etc/apache2/apache2.conf --path / --path /logo.png --repeat 3
   lighten bench --compare ./site --server-name example.com --matrix --out results/
 
@@ -213,7 +213,7 @@ Exit status: 0 done; 1 some benchmark requests failed; 3 verify found a fail-ope
     #[command(after_help = "\
 Examples:
   lighten wizard
-  lighten wizard --sysroot ./copy        (finds ./copy/etc/apache2/apache2.conf and the like)
+  lighten wizard --sysroot ./copy        # finds ./copy/etc/apache2/apache2.conf and the like
   lighten wizard --config /var/www/vhosts --vhost shop.example --vhost blog.example \\
       --out /etc/lighttpd/from-apache --yes --no-verify --no-bench
 

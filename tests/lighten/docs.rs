@@ -79,6 +79,44 @@ fn commands() -> Vec<Doc> {
     out
 }
 
+/// The examples of each command's `--help` (what lighten prints is documentation too).
+fn help_examples() -> Vec<Doc> {
+    const COMMANDS: &[&str] = &[
+        "inspect",
+        "explain",
+        "convert",
+        "watch",
+        "batch",
+        "diff",
+        "verify",
+        "bench",
+        "demo",
+        "wizard",
+        "completions",
+        "man",
+        "directives",
+    ];
+    let mut out = Vec::new();
+    for sub in COMMANDS {
+        let help = lighten(&[sub, "--help"]).stdout;
+        let Some((_, examples)) = help.split_once("Examples:\n") else { continue };
+        let mut joined = String::new();
+        for line in examples.lines().take_while(|l| l.starts_with("  ") || l.is_empty()) {
+            let t = line.trim();
+            if let Some(head) = t.strip_suffix('\\') {
+                joined.push_str(head);
+                continue;
+            }
+            joined.push_str(t);
+            if joined.starts_with("lighten ") {
+                out.push(Doc { at: format!("lighten {sub} --help"), words: words(&joined) });
+            }
+            joined.clear();
+        }
+    }
+    out
+}
+
 /// Shell words of `line` up to a comment or an operator (`>`, `|`, `&&`, `;`).
 fn words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -139,6 +177,30 @@ fn synopsis_flags(words: &[String]) -> Option<Vec<String>> {
     Some(flags)
 }
 
+/// The fixture a copy's path (`./copy/var/www/vhosts`) is read from.
+fn copy_fixture(rest: &str) -> &'static str {
+    SERVER_PATHS.iter().find(|(p, _)| rest.starts_with(p)).map(|(_, f)| *f).unwrap_or(COPY.1)
+}
+
+/// The fixture whose tree holds the command's server paths, if any.
+fn fixture_of(words: &[String]) -> Option<&'static str> {
+    words.iter().find_map(|w| {
+        SERVER_PATHS
+            .iter()
+            .find(|(p, _)| w == p)
+            .map(|(_, f)| *f)
+            .or_else(|| w.strip_prefix(COPY.0).filter(|r| r.starts_with('/')).map(copy_fixture))
+    })
+}
+
+/// A word as it is read here: `./copy` is the fixture.
+fn here(word: &str, fixture: Option<&str>) -> String {
+    match (word.strip_prefix(COPY.0), fixture) {
+        (Some(rest), Some(f)) => format!("{f}{rest}"),
+        _ => word.to_string(),
+    }
+}
+
 /// Why `words` cannot run here, or None. `fixture` is the sysroot its server paths are
 /// read from.
 fn not_here(words: &[String], fixture: Option<&str>) -> Option<String> {
@@ -148,42 +210,43 @@ fn not_here(words: &[String], fixture: Option<&str>) -> Option<String> {
         "wizard" if !words.iter().any(|w| w == "--yes") => {
             return Some("asks at a terminal (wizard.rs runs it in a pseudo-terminal)".into());
         }
-        "wizard" if !servers_present() => return Some("apache2 or lighttpd missing".into()),
+        "wizard" | "verify" if !servers_present() => return Some("apache2 or lighttpd missing".into()),
         "diff" => return Some("compares two earlier outputs (dry_run.rs runs lighten diff)".into()),
         "watch" if !words.iter().any(|w| w == "--once") => {
             return Some("runs until stopped (`--once` runs here; watch.rs runs watch)".into());
         }
-        "verify" if !servers_present() => return Some("apache2 or lighttpd missing".into()),
         _ => {}
     }
-    if words.iter().any(|w| w == "--sysroot") {
-        return None;
-    }
-    // (an --out folder is made here; `lighten directives` and `completions` read nothing)
-    let input = (2..words.len())
-        .map(|i| (&words[i], &words[i - 1]))
-        .find_map(|(w, before)| (w.starts_with('/') && before != "--out").then_some(w));
-    let Some(fixture) = fixture else {
-        return input.map(|path| format!("no fixture holds {path}"));
-    };
-    for pair in words.windows(2) {
-        if FILE_FLAGS.contains(&pair[0].as_str()) {
-            let v = &pair[1];
-            let there = if v.starts_with('/') {
-                Path::new(fixture).join(v.trim_start_matches('/')).exists()
-            } else {
-                Path::new(v).exists()
-            };
-            if !there {
-                return Some(format!("{} {v}: no fixture holds it", pair[0]));
+    // Every file or folder it names must be here: a server path in the fixture, a copy's
+    // path in the fixture, a relative one in the repository (an --out folder is made).
+    for i in 2..words.len() {
+        let (w, before) = (&words[i], words[i - 1].as_str());
+        if before == "--out" || w.starts_with('-') {
+            continue;
+        }
+        let file_flag = FILE_FLAGS.contains(&before);
+        if w.starts_with('/') {
+            let server = SERVER_PATHS.iter().any(|(p, _)| w.starts_with(p)) || file_flag;
+            match fixture {
+                _ if !server && fixture.is_some() => {}
+                Some(f) if Path::new(f).join(w.trim_start_matches('/')).exists() => {}
+                _ if !server && words.iter().any(|x| x == "--sysroot") => {}
+                _ => return Some(format!("no fixture holds {w}")),
             }
+        } else if (file_flag || w.contains('/'))
+            && !w.contains("://")
+            && !w.contains(['=', ':'])
+            && !w.chars().all(|c| c.is_ascii_digit() || c == '/')
+            && !Path::new(&here(w, fixture)).exists()
+        {
+            return Some(format!("no fixture holds {w}"));
         }
     }
     None
 }
 
 /// The command as it runs here: the fixture as `--sysroot` (server paths stay as
-/// written), each `--out` in `tmp`.
+/// written), `./copy` the fixture, each `--out` in `tmp`.
 fn runnable(words: &[String], fixture: Option<&str>, tmp: &Path, n: usize) -> Vec<String> {
     let mut out = vec![words[1].clone()];
     if let Some(f) = fixture
@@ -193,10 +256,7 @@ fn runnable(words: &[String], fixture: Option<&str>, tmp: &Path, n: usize) -> Ve
     }
     let mut i = 2;
     while i < words.len() {
-        out.push(match words[i].strip_prefix(COPY.0) {
-            Some(rest) => format!("{}{rest}", COPY.1),
-            None => words[i].clone(),
-        });
+        out.push(here(&words[i], fixture));
         if words[i] == "--out" && i + 1 < words.len() {
             out.push(tmp.join(format!("out{n}")).to_string_lossy().into_owned());
             i += 1;
@@ -208,12 +268,11 @@ fn runnable(words: &[String], fixture: Option<&str>, tmp: &Path, n: usize) -> Ve
 
 #[test]
 fn every_documented_command_is_one_lighten_takes_and_runs_here_where_it_can() {
-    let docs = commands();
-    assert!(
-        docs.len() >= 40,
-        "only {} commands found in README.md and docs/: is the extraction broken?",
-        docs.len()
-    );
+    let mut docs = commands();
+    let n_docs = docs.len();
+    assert!(n_docs >= 40, "only {n_docs} commands found in README.md and docs/: is the extraction broken?");
+    docs.extend(help_examples());
+    assert!(docs.len() >= n_docs + 15, "only {} --help examples found", docs.len() - n_docs);
     let tmp = tempfile::tempdir().unwrap();
     let mut problems = Vec::new();
     let (mut ran, mut parsed) = (0, Vec::new());
@@ -232,7 +291,7 @@ fn every_documented_command_is_one_lighten_takes_and_runs_here_where_it_can() {
             problems.push(format!("{}: {} does not parse: {e}", doc.at, w.join(" ")));
             continue;
         }
-        let fixture = w.iter().find_map(|x| SERVER_PATHS.iter().find(|(p, _)| x == p).map(|(_, f)| *f));
+        let fixture = fixture_of(w);
         if let Some(why) = not_here(w, fixture) {
             parsed.push(format!("{}: {} (parsed only: {why})", doc.at, w.join(" ")));
             continue;
