@@ -396,7 +396,7 @@ mod tests {
         for e in &entries {
             *counts.entry(e.fate.label().to_string()).or_insert(0) += 1;
         }
-        Report { entries, counts }
+        Report { entries, counts, sites: Vec::new() }
     }
 
     #[test]

@@ -57,6 +57,57 @@ pub struct Entry {
 pub struct Report {
     pub entries: Vec<Entry>,
     pub counts: BTreeMap<String, usize>,
+    /// A verdict per site (its vhosts by ServerName, the main server's settings and the
+    /// .htaccess files it reaches).
+    pub sites: Vec<SiteVerdict>,
+}
+
+/// Whether a site can move as it is.
+#[derive(Clone, Debug, Serialize)]
+pub struct SiteVerdict {
+    pub site: String,
+    /// `ready`, `ready with notes` or `needs you`.
+    pub verdict: &'static str,
+    pub unsupported: usize,
+    pub approximated: usize,
+    /// What to do next, in a sentence.
+    pub next: String,
+}
+
+impl SiteVerdict {
+    fn of(site: String, entries: &[&Entry]) -> SiteVerdict {
+        let mut seen = std::collections::BTreeSet::new();
+        let (mut unsupported, mut approximated) = (0, 0);
+        for e in entries {
+            // a line reached by several of the site's vhosts counts once
+            if !seen.insert(&e.at) {
+                continue;
+            }
+            match e.fate {
+                Fate::Unsupported { .. } => unsupported += 1,
+                Fate::Approximated { .. } => approximated += 1,
+                _ => {}
+            }
+        }
+        let (verdict, next) = if unsupported > 0 {
+            (
+                "needs you",
+                format!(
+                    "{unsupported} line(s) cannot be carried over and fail closed (see Unsupported): change them in Apache's configuration as each says, or accept what lighttpd answers instead, then convert again"
+                ),
+            )
+        } else if approximated > 0 {
+            (
+                "ready with notes",
+                format!(
+                    "{approximated} line(s) are carried over with a difference (see Approximated): check that each is acceptable, run lighten verify, then switch"
+                ),
+            )
+        } else {
+            ("ready", "everything is carried over exactly: run lighten verify, then switch".to_string())
+        };
+        SiteVerdict { site, verdict, unsupported, approximated, next }
+    }
 }
 
 impl Report {
@@ -81,6 +132,12 @@ impl Report {
         out.push_str("| fate | directives |\n|---|---|\n");
         for (k, v) in &self.counts {
             out.push_str(&format!("| {k} | {v} |\n"));
+        }
+        if !self.sites.is_empty() {
+            out.push_str("\n## Sites\n\n| site | verdict | next step |\n|---|---|---|\n");
+            for v in &self.sites {
+                out.push_str(&format!("| {} | **{}** | {} |\n", v.site, v.verdict, v.next));
+            }
         }
         for (title, pick) in [
             ("Unsupported (fails closed)", "unsupported"),
@@ -145,21 +202,53 @@ pub fn build(model: &Model, sources: &SourceMap, findings: &[Finding]) -> Report
     }
     let mut entries = Vec::new();
     let modules: std::collections::BTreeSet<&str> = model.modules.iter().map(|m| m.id.as_str()).collect();
-    let visit = |s: &Scope, entries: &mut Vec<Entry>| walk(s, sources, &by_line, &modules, entries);
-    visit(&model.server, &mut entries);
-    for v in &model.vhosts {
-        visit(&v.scope, &mut entries);
-    }
+    let visit = |s: &Scope, entries: &mut Vec<Entry>| {
+        let from = entries.len();
+        walk(s, sources, &by_line, &modules, entries);
+        from..entries.len()
+    };
+    let server = visit(&model.server, &mut entries);
+    let vhosts: Vec<_> = model.vhosts.iter().map(|v| visit(&v.scope, &mut entries)).collect();
+    let mut htaccess = Vec::new();
     for h in &model.htaccess {
         if let Some(s) = &h.scope {
-            visit(s, &mut entries);
+            htaccess.push((visit(s, &mut entries), &h.host_ids));
         }
     }
     let mut counts = BTreeMap::new();
     for e in &entries {
         *counts.entry(e.fate.label().to_string()).or_insert(0) += 1;
     }
-    Report { entries, counts }
+    // Sites: the vhosts of one ServerName together (its http and https hosts), with the
+    // main server's settings and the .htaccess files they reach; the main server alone
+    // when there is no vhost.
+    let mut groups: Vec<(String, Vec<Option<usize>>)> = Vec::new();
+    for (i, v) in model.vhosts.iter().enumerate() {
+        let name = v.server_name.clone().unwrap_or_else(|| v.label(i));
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, ids)) => ids.push(Some(i)),
+            None => groups.push((name, vec![Some(i)])),
+        }
+    }
+    if groups.is_empty() {
+        groups.push(("the main server".to_string(), vec![None]));
+    }
+    let sites = groups
+        .into_iter()
+        .map(|(name, ids)| {
+            let mut mine: Vec<&Entry> = entries[server.clone()].iter().collect();
+            for id in ids.iter().flatten() {
+                mine.extend(&entries[vhosts[*id].clone()]);
+            }
+            for (range, hosts) in &htaccess {
+                if hosts.iter().any(|h| ids.contains(h)) {
+                    mine.extend(&entries[range.clone()]);
+                }
+            }
+            SiteVerdict::of(name, &mine)
+        })
+        .collect();
+    Report { entries, counts, sites }
 }
 
 fn walk(
