@@ -209,6 +209,13 @@ fn wizard_scripted_with_flags_completes_without_a_terminal() {
     assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(r.stdout.contains("(--yes: the first found)"), "{}", r.stdout);
     assert!(r.stdout.contains("migrating 1 of 6: shop.example"), "{}", r.stdout);
+    // report.md's verdict for the one site picked, in its words
+    assert!(
+        r.stdout.contains("   shop.example: needs you (10 line(s) cannot be carried over"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("blog.example: needs you"), "{}", r.stdout);
     assert!(r.stdout.contains("verify: skipped (later: lighten verify"), "{}", r.stdout);
     assert!(r.stdout.contains(&format!("lighttpd -tt -f {dir}/lighttpd.conf")), "{}", r.stdout);
     // What it says to run later runs as printed, for the site picked only.

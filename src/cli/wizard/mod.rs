@@ -513,6 +513,10 @@ fn inexact(report: &Report, out_dir: &Path) -> String {
     let mut s = String::new();
     let counts: Vec<String> = report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
     s.push_str(&format!("   directives: {}\n", counts.join(", ")));
+    // report.md's verdicts, in its words
+    for v in &report.sites {
+        s.push_str(&format!("   {}: {} ({})\n", v.site, v.verdict, v.next));
+    }
     let of =
         |label: &str| -> Vec<&Entry> { report.entries.iter().filter(|e| e.fate.label() == label).collect() };
     let (unsupported, approximated) = (of("unsupported"), of("approximated"));
