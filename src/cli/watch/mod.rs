@@ -323,12 +323,22 @@ impl Job {
             changed.iter().any(|c| p.starts_with(c))
         };
         let host = verify::default_host(model);
+        // The sites the change can concern: those whose document root holds every changed
+        // file (an .htaccess edit in one account of a big server); a change anywhere else
+        // concerns them all. Only their requests are checked, on a conversion of only them.
+        let sites = affected_sites(cfg, model, changed);
         let mut picked = Vec::new();
         for req in derive::requests(model, &cfg.sysroot, &derive::Limits::default()) {
             if req.scheme != "http" || picked.len() >= 200 {
                 continue;
             }
             let h = req.host.clone().unwrap_or_else(|| host.clone());
+            if let Some((names, _)) = &sites {
+                let bare = h.rsplit_once(':').map_or(h.as_str(), |(n, _)| n).to_ascii_lowercase();
+                if !names.contains(&bare) {
+                    continue;
+                }
+            }
             let mut r = req.clone();
             r.host = req.host_header(&h);
             let ev = crate::eval::evaluate(model, &cfg.sysroot, &r, 80);
@@ -355,6 +365,16 @@ impl Job {
         let sb = run::sandbox::Sandbox::new("lighten-watch-check-").map_err(|e| fail(&e))?;
         let port = run::sandbox::free_port().map_err(|e| fail(&e))?;
         let out = sb.path().join("lighttpd");
+        let only = match &sites {
+            Some((_, primary)) => Some(
+                super::convert::load_sites(&self.config, &self.load, primary, false).map_err(|e| fail(&e))?,
+            ),
+            None => None,
+        };
+        let (cfg, model) = match &only {
+            Some((c, m)) => (c, m),
+            None => (cfg, model),
+        };
         let p = super::convert::prepare_model(
             cfg,
             model,
@@ -468,4 +488,67 @@ fn same_bytes(path: &std::path::Path, text: &str) -> bool {
 
 fn which(cmd: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// The virtual hosts whose document root holds every changed path: their names and
+/// aliases (lower case), and one name each (what `--vhost` takes). `None` when a change
+/// lies outside them all, or a site has no name to pick it by: every site is concerned.
+fn affected_sites(
+    cfg: &crate::config::Config,
+    model: &crate::model::Model,
+    changed: &[String],
+) -> Option<(Vec<String>, Vec<String>)> {
+    let roots: Vec<(usize, PathBuf)> = model
+        .vhosts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let root = v.document_root.as_ref()?;
+            Some((i, absolute(&cfg.sysroot.host_path(root)).ok()?))
+        })
+        .collect();
+    let mut hit = BTreeSet::new();
+    for c in changed {
+        let mine: Vec<usize> =
+            roots.iter().filter(|(_, r)| std::path::Path::new(c).starts_with(r)).map(|(i, _)| *i).collect();
+        if mine.is_empty() {
+            return None;
+        }
+        hit.extend(mine);
+    }
+    let (mut names, mut primary) = (Vec::new(), Vec::new());
+    for &i in &hit {
+        let v = &model.vhosts[i];
+        let name = v.server_name.clone()?;
+        names.extend(std::iter::once(&name).chain(&v.aliases).map(|n| n.to_ascii_lowercase()));
+        if !primary.contains(&name) {
+            primary.push(name);
+        }
+    }
+    Some((names, primary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn an_htaccess_edit_concerns_its_site_and_a_server_file_every_site() {
+        let opts =
+            LoadOptions { sysroot: crate::source::Sysroot::at("fixtures/plesk"), ..LoadOptions::default() };
+        let (cfg, model) =
+            crate::cli::load::checked(Path::new("fixtures/plesk/var/www/vhosts"), &opts, false).unwrap();
+        let at =
+            |rel: &str| absolute(Path::new(&format!("fixtures/plesk/{rel}"))).unwrap().display().to_string();
+        let (names, primary) =
+            affected_sites(&cfg, &model, &[at("var/www/vhosts/shop.example/httpdocs/.htaccess")]).unwrap();
+        assert_eq!(primary, ["shop.example"]);
+        assert!(names.contains(&"www.shop.example".to_string()), "{names:?}");
+        assert!(!names.iter().any(|n| n.contains("blog")), "{names:?}");
+        assert_eq!(
+            affected_sites(&cfg, &model, &[at("var/www/vhosts/system/shop.example/conf/vhost.conf")]),
+            None
+        );
+    }
 }
