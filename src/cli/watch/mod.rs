@@ -490,9 +490,11 @@ fn which(cmd: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
 
-/// The virtual hosts whose document root holds every changed path: their names and
-/// aliases (lower case), and one name each (what `--vhost` takes). `None` when a change
-/// lies outside them all, or a site has no name to pick it by: every site is concerned.
+/// The virtual hosts whose document root holds every changed path, with every vhost that
+/// reaches an .htaccess there another way: their names and aliases (lower case), and one
+/// name each (what `--vhost` takes). `None` when a change lies outside every document root,
+/// the main server reaches it, or a site has no name to pick it by: every site is
+/// concerned.
 fn affected_sites(
     cfg: &crate::config::Config,
     model: &crate::model::Model,
@@ -509,10 +511,20 @@ fn affected_sites(
         .collect();
     let mut hit = BTreeSet::new();
     for c in changed {
-        let mine: Vec<usize> =
+        let mut mine: Vec<usize> =
             roots.iter().filter(|(_, r)| std::path::Path::new(c).starts_with(r)).map(|(i, _)| *i).collect();
         if mine.is_empty() {
             return None;
+        }
+        // and every server that reaches an .htaccess at or below it another way (an Alias
+        // into this tree); the main server's reach concerns every site
+        for h in &model.htaccess {
+            let file = absolute(&cfg.sysroot.host_path(&h.path)).unwrap_or_default();
+            if file.starts_with(c) || std::path::Path::new(c).starts_with(&file) {
+                for id in &h.host_ids {
+                    mine.push((*id)?);
+                }
+            }
         }
         hit.extend(mine);
     }
