@@ -25,7 +25,7 @@ pub use loader::{decode, invalid_utf8};
 pub use modules::{LoadedModule, Modules};
 
 use crate::diagnostic::{Code, Diagnostic, Diagnostics};
-use crate::source::{FileId, FileKind, SourceMap, Span, Sysroot, clean_path};
+use crate::source::{FileId, FileKind, SourceMap, Span, Sysroot};
 use crate::syntax::{self, words::quote};
 use loader::Reader;
 use std::path::Path;
@@ -203,22 +203,12 @@ pub fn classify(path: &Path, opts: &LoadOptions) -> Result<Input, LoadError> {
     Ok(Input { kind, path: apache_path, domains })
 }
 
-/// The path as Apache names it: inside the sysroot, or absolute and cleaned.
+/// The path as Apache names it ([`Sysroot::given`]).
 fn apache_path_of(path: &Path, fs: &Sysroot) -> Result<String, LoadError> {
-    Ok(match fs.root() {
-        Some(root) => fs.given(path).ok_or_else(|| LoadError::OutsideSysroot {
-            path: path.display().to_string(),
-            root: root.display().to_string(),
-            inside: fs.host_path(&path.to_string_lossy()).display().to_string(),
-        })?,
-        None => {
-            let abs = if path.is_absolute() {
-                path.to_path_buf()
-            } else {
-                std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
-            };
-            clean_path(&abs.to_string_lossy())
-        }
+    fs.given(path).ok_or_else(|| LoadError::OutsideSysroot {
+        path: path.display().to_string(),
+        root: fs.root().map(|r| r.display().to_string()).unwrap_or_default(),
+        inside: fs.host_path(&path.to_string_lossy()).display().to_string(),
     })
 }
 

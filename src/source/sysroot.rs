@@ -52,22 +52,14 @@ impl Sysroot {
     /// by one rule for every command: under a sysroot, a path inside the copy
     /// (`copy/etc/apache2/apache2.conf`), else one that names a file of the copy as on the
     /// server (`/etc/apache2/apache2.conf`) or relative to its root (`etc/apache2`).
-    /// `None` when it is none of these.  Without a sysroot, the path itself.
+    /// `None` when it is none of these.  Without a sysroot, the path made absolute.
     pub fn given(&self, given: &Path) -> Option<String> {
-        let Some(root) = &self.root else { return Some(given.to_string_lossy().into_owned()) };
+        let Some(root) = &self.root else { return Some(absolute(given)) };
+        // Inside the copy (either side may be relative).
         if let Some(p) = self.apache_path(given) {
             return Some(p);
         }
-        // Inside the copy, one side absolute and the other relative.
-        let abs = |p: &Path| -> PathBuf {
-            let p = if p.is_absolute() {
-                p.to_path_buf()
-            } else {
-                std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
-            };
-            PathBuf::from(clean_path(&p.to_string_lossy()))
-        };
-        if let Ok(rel) = abs(given).strip_prefix(abs(root)) {
+        if let Ok(rel) = Path::new(&absolute(given)).strip_prefix(absolute(root)) {
             return Some(clean_path(&format!("/{}", rel.to_string_lossy())));
         }
         let as_on_server = clean_path(&format!("/{}", given.to_string_lossy().trim_start_matches('/')));
@@ -99,6 +91,16 @@ impl Sysroot {
         names.sort();
         Ok(names)
     }
+}
+
+/// `path` made absolute (against the working folder) and cleaned, lexically.
+pub fn absolute(path: &Path) -> String {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    clean_path(&abs.to_string_lossy())
 }
 
 /// Joins `rel` onto `base` unless it is absolute.
@@ -167,7 +169,7 @@ mod tests {
         assert_eq!(s.given(&abs), want);
         // in neither: refused, not guessed
         assert_eq!(s.given(Path::new("/var/www/nowhere")), None);
-        assert_eq!(Sysroot::host().given(Path::new("/x")), Some("/x".to_string()));
+        assert_eq!(Sysroot::host().given(Path::new("/x//y/")), Some("/x/y/".to_string()));
     }
 
     #[test]

@@ -509,19 +509,23 @@ fn affected_sites(
             Some((i, absolute(&cfg.sysroot.host_path(root)).ok()?))
         })
         .collect();
+    let files: Vec<(PathBuf, &Vec<Option<usize>>)> = model
+        .htaccess
+        .iter()
+        .map(|h| (absolute(&cfg.sysroot.host_path(&h.path)).unwrap_or_default(), &h.host_ids))
+        .collect();
     let mut hit = BTreeSet::new();
     for c in changed {
-        let mut mine: Vec<usize> =
-            roots.iter().filter(|(_, r)| std::path::Path::new(c).starts_with(r)).map(|(i, _)| *i).collect();
+        let c = std::path::Path::new(c);
+        let mut mine: Vec<usize> = roots.iter().filter(|(_, r)| c.starts_with(r)).map(|(i, _)| *i).collect();
         if mine.is_empty() {
             return None;
         }
         // and every server that reaches an .htaccess at or below it another way (an Alias
         // into this tree); the main server's reach concerns every site
-        for h in &model.htaccess {
-            let file = absolute(&cfg.sysroot.host_path(&h.path)).unwrap_or_default();
-            if file.starts_with(c) || std::path::Path::new(c).starts_with(&file) {
-                for id in &h.host_ids {
+        for (file, hosts) in &files {
+            if file.starts_with(c) || c.starts_with(file) {
+                for id in hosts.iter() {
                     mine.push((*id)?);
                 }
             }

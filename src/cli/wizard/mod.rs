@@ -78,7 +78,7 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
 
     println!("\n1. The Apache configuration");
     let config = ask_config(&a, &found, &prompt)?;
-    let command_line = command_line(&a.load, &config, &[]);
+    let command_line = later_line(&a.load, None, &config, &[]);
     // What Apache would refuse at startup ends the wizard here, before any question more.
     let (cfg, mut model) = super::load::checked(&config, &load, color)?;
     let errors = cfg.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
@@ -182,14 +182,15 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
     let chosen: Vec<&Site> = picked.iter().map(|&i| &sites[i]).collect();
     // what verify and the benchmark run later take: only the sites picked (by name; a
     // nameless default site cannot be named, and then every site goes)
-    let mut only = Vec::new();
-    if keep.is_some() && chosen.iter().all(|s| s.name.is_some()) {
-        for s in &chosen {
-            only.extend(["--vhost".to_string(), s.name.clone().unwrap_or_default()]);
+    let names: Option<Vec<&String>> = chosen.iter().map(|s| s.name.as_ref()).collect();
+    let only: Vec<String> = match (&keep, names) {
+        (Some(_), Some(names)) => {
+            names.into_iter().flat_map(|n| ["--vhost".to_string(), n.clone()]).collect()
         }
-    }
-    let verify_later = format!("lighten verify {}", self::command_line(&a.load, &config, &only));
-    let bench_later = format!("lighten bench {}", bench_line(&a.load, &config, &only));
+        _ => Vec::new(),
+    };
+    let verify_later = format!("lighten verify {}", later_line(&a.load, None, &config, &only));
+    let bench_later = format!("lighten bench {}", later_line(&a.load, Some("--compare"), &config, &only));
     let m = Migration {
         config: config.clone(),
         keep,
@@ -456,21 +457,14 @@ fn ask_check(
     Ok(if run { Check::Run } else { Check::Skip })
 }
 
-/// The configuration and the flags it was read with, as `verify` and `bench` take them.
-/// `--sysroot DIR --server-name NAME CONFIG` and `extra`: how the other commands take the
-/// configuration.
-fn command_line(l: &LoadArgs, config: &Path, extra: &[String]) -> String {
+/// The configuration and the flags it was read with, as the other commands take them:
+/// `--sysroot DIR --server-name NAME [FLAG] CONFIG EXTRA...` (bench's CONFIG is the value
+/// of `--compare`).
+fn later_line(l: &LoadArgs, flag: Option<&str>, config: &Path, extra: &[String]) -> String {
     let mut words = l.to_args();
+    words.extend(flag.map(String::from));
     words.push(config.display().to_string());
     words.extend(extra.iter().cloned());
-    super::convert::shell_line(&words)
-}
-
-/// The same for `lighten bench`, whose CONFIG is the value of `--compare`.
-fn bench_line(l: &LoadArgs, config: &Path, only: &[String]) -> String {
-    let mut words = l.to_args();
-    words.extend(["--compare".to_string(), config.display().to_string()]);
-    words.extend(only.iter().cloned());
     super::convert::shell_line(&words)
 }
 
