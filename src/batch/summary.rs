@@ -9,7 +9,7 @@
 use super::Shard;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceMap;
-use crate::translate::{Fate, Report};
+use crate::translate::{Fate, Report, SiteVerdict};
 use serde::Serialize;
 
 /// What became of one account.
@@ -35,6 +35,9 @@ impl Status {
         }
     }
 }
+
+/// The verdict of an account that could not be converted.
+pub const STAYS: &str = "stays on Apache";
 
 /// Directives by fate, as in the account's `report.json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -87,6 +90,16 @@ impl Worst {
             .iter()
             .filter(|e| rank(&e.fate) > 0)
             .min_by_key(|e| (std::cmp::Reverse(rank(&e.fate)), e.at.starts_with("<lighten:")))?;
+        Some(Worst::from(e))
+    }
+
+    /// The entry at `at` (`file:line`), the worst of its line.
+    pub fn at(report: &Report, at: &str) -> Option<Worst> {
+        let e = report.entries.iter().filter(|e| e.at == at).max_by_key(|e| e.fate.rank())?;
+        Some(Worst::from(e))
+    }
+
+    fn from(e: &crate::translate::Entry) -> Worst {
         let reason = match &e.fate {
             Fate::Exact => String::new(),
             Fate::Approximated { reason } | Fate::Noted { reason } | Fate::Ignored { reason } => {
@@ -94,13 +107,13 @@ impl Worst {
             }
             Fate::Unsupported { reason, closed } => format!("{reason}; {closed}"),
         };
-        Some(Worst {
+        Worst {
             at: e.at.clone(),
             fate: e.fate.label(),
             directive: e.directive.clone(),
             args: e.args.clone(),
             reason,
-        })
+        }
     }
 }
 
@@ -152,6 +165,11 @@ pub struct Account {
     /// The folder name under `system/`.
     pub domain: String,
     pub status: Status,
+    /// The account's site as `convert` and its `report.md` judge it: `ready`, `ready
+    /// with notes`, `needs you`, or `stays on Apache` when it failed.
+    pub verdict: &'static str,
+    /// What to do next, in the words of the account's `report.md`.
+    pub next: String,
     /// Its conversion's folder, relative to the output folder (`null` when failed).
     pub output: Option<String>,
     pub counts: Option<Counts>,
@@ -161,12 +179,18 @@ pub struct Account {
 
 impl Account {
     pub fn converted(domain: &str, report: &Report) -> Account {
+        let site = SiteVerdict::of_account(report, domain);
         Account {
             domain: domain.to_string(),
             status: if report.inexact() { Status::Approximated } else { Status::Exact },
+            verdict: site.map_or(crate::translate::READY, |v| v.verdict),
+            next: site.map(|v| v.next.clone()).unwrap_or_default(),
             output: Some(domain.to_string()),
             counts: Some(Counts::of(report)),
-            worst: Worst::of(report),
+            worst: site
+                .and_then(|v| v.worst_at.as_deref())
+                .and_then(|at| Worst::at(report, at))
+                .or_else(|| Worst::of(report)),
             error: None,
         }
     }
@@ -175,6 +199,10 @@ impl Account {
         Account {
             domain: domain.to_string(),
             status: Status::Failed,
+            verdict: STAYS,
+            next: format!(
+                "fix the error Apache would refuse, or keep {domain} on Apache; then convert again"
+            ),
             output: None,
             counts: None,
             worst: None,
@@ -204,6 +232,14 @@ pub struct Totals {
     pub exact: usize,
     pub approximated: usize,
     pub failed: usize,
+    /// Accounts by verdict, in the order ready, ready with notes, needs you, stays on Apache
+    /// (a JSON object in that order).
+    #[serde(serialize_with = "in_order")]
+    pub verdicts: Vec<(&'static str, usize)>,
+}
+
+fn in_order<S: serde::Serializer>(v: &[(&'static str, usize)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(v.iter().map(|(k, n)| (k, n)))
 }
 
 /// `batch-summary.json`.
@@ -243,6 +279,10 @@ impl Summary {
             exact: count(Status::Exact),
             approximated: count(Status::Approximated),
             failed: count(Status::Failed),
+            verdicts: [crate::translate::READY, crate::translate::NOTES, crate::translate::NEEDS_YOU, STAYS]
+                .into_iter()
+                .map(|v| (v, accounts.iter().filter(|a| a.verdict == v).count()))
+                .collect(),
         };
         let statuses = accounts.iter().map(|a| a.status).chain(combined.iter().map(|c| c.status));
         let exit_status = statuses
@@ -290,15 +330,11 @@ impl Summary {
                 s.index - 1
             ));
         }
-        out.push_str("| status | accounts |\n|---|---:|\n");
-        for (k, v) in [
-            ("exact", self.totals.exact),
-            ("approximated", self.totals.approximated),
-            ("failed", self.totals.failed),
-            ("total", self.totals.accounts),
-        ] {
+        out.push_str("| verdict | accounts |\n|---|---:|\n");
+        for (k, v) in &self.totals.verdicts {
             out.push_str(&format!("| {k} | {v} |\n"));
         }
+        out.push_str(&format!("| total | {} |\n", self.totals.accounts));
         out.push('\n');
         match &self.combined {
             Some(c) if c.status != Status::Failed => out.push_str(&format!(
@@ -334,9 +370,9 @@ impl Summary {
         }
         out.push_str("\n## Accounts\n\n");
         out.push_str(
-            "| account | status | exact | approximated | noted | ignored | unsupported | worst finding or error |\n",
+            "| account | verdict | next step | exact | approximated | noted | ignored | unsupported | worst finding or error |\n",
         );
-        out.push_str("|---|---|---:|---:|---:|---:|---:|---|\n");
+        out.push_str("|---|---|---|---:|---:|---:|---:|---:|---|\n");
         for a in &self.accounts {
             let c = a.counts.clone().unwrap_or_default();
             let what = match (&a.error, &a.worst) {
@@ -348,9 +384,10 @@ impl Summary {
             };
             let n = |v: usize| if a.counts.is_some() { v.to_string() } else { "-".to_string() };
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | **{}** | {} | {} | {} | {} | {} | {} | {} |\n",
                 a.domain,
-                a.status.as_str(),
+                a.verdict,
+                cell(&a.next),
                 n(c.exact),
                 n(c.approximated),
                 n(c.noted),
@@ -382,7 +419,7 @@ mod tests {
     use crate::translate::Entry;
     use std::collections::BTreeMap;
 
-    fn report(fates: &[(&str, Fate)]) -> Report {
+    fn report(domain: &str, fates: &[(&str, Fate)]) -> Report {
         let entries: Vec<Entry> = fates
             .iter()
             .map(|(at, f)| Entry {
@@ -396,18 +433,22 @@ mod tests {
         for e in &entries {
             *counts.entry(e.fate.label().to_string()).or_insert(0) += 1;
         }
-        Report { entries, counts, sites: Vec::new() }
+        let site = SiteVerdict::of(domain.to_string(), &entries.iter().collect::<Vec<_>>());
+        Report { entries, counts, sites: vec![site] }
     }
 
     #[test]
     fn statuses_worst_findings_and_exit() {
         let approx = |r: &str| Fate::Approximated { reason: r.into() };
-        let r = report(&[
-            ("<lighten:plesk-defaults>:3", approx("defaults")),
-            ("/srv/a/httpd.conf:4", Fate::Exact),
-            ("/srv/a/.htaccess:9", approx("own")),
-            ("/srv/a/httpd.conf:5", Fate::Ignored { reason: "log".into() }),
-        ]);
+        let r = report(
+            "a.example",
+            &[
+                ("<lighten:plesk-defaults>:3", approx("defaults")),
+                ("/srv/a/httpd.conf:4", Fate::Exact),
+                ("/srv/a/.htaccess:9", approx("own")),
+                ("/srv/a/httpd.conf:5", Fate::Ignored { reason: "log".into() }),
+            ],
+        );
         let a = Account::converted("a.example", &r);
         assert_eq!(a.status, Status::Approximated);
         assert_eq!(
@@ -416,10 +457,28 @@ mod tests {
         );
         let w = a.worst.clone().unwrap();
         assert_eq!((w.at.as_str(), w.fate, w.reason.as_str()), ("/srv/a/.htaccess:9", "approximated", "own"));
+        assert_eq!(
+            a.verdict,
+            crate::translate::NOTES,
+            "approximated lines: ready with notes, as report.md says"
+        );
+        assert!(a.next.starts_with("2 line(s) are carried over with a difference"), "{}", a.next);
 
-        let exact = Account::converted("b.example", &report(&[("/srv/b/httpd.conf:1", Fate::Exact)]));
-        assert_eq!((exact.status, exact.worst.clone()), (Status::Exact, None));
+        let exact =
+            Account::converted("b.example", &report("b.example", &[("/srv/b/httpd.conf:1", Fate::Exact)]));
+        assert_eq!(
+            (exact.status, exact.worst.clone(), exact.verdict),
+            (Status::Exact, None, crate::translate::READY)
+        );
         let failed = Account::failed("c.example", Failure::other("gone"));
+        assert_eq!(failed.verdict, STAYS);
+        let closed = Fate::Unsupported { reason: "no".into(), closed: "403".into() };
+        let needs = Account::converted(
+            "d.example",
+            &report("d.example", &[("/srv/d/httpd.conf:2", approx("x")), ("/srv/d/.htaccess:7", closed)]),
+        );
+        let w = needs.worst.clone().unwrap();
+        assert_eq!((needs.verdict, w.at.as_str()), (crate::translate::NEEDS_YOU, "/srv/d/.htaccess:7"));
 
         let s = Summary::new("/r".into(), None, Shard::ALL, 3, vec![exact.clone()], None);
         assert_eq!((s.exit_status, s.assumed_defaults, s.shard), (0, true, None));
@@ -430,20 +489,26 @@ mod tests {
             Some("/etc/apache2/apache2.conf".into()),
             Shard::ALL,
             3,
-            vec![exact, a, failed],
+            vec![exact, a, failed, needs],
             None,
         );
-        assert_eq!((s.exit_status, s.totals.failed, s.totals.accounts), (2, 1, 3));
+        assert_eq!((s.exit_status, s.totals.failed, s.totals.accounts), (2, 1, 4));
+        assert_eq!(
+            s.totals.verdicts,
+            vec![("ready", 1), ("ready with notes", 1), ("needs you", 1), ("stays on Apache", 1)]
+        );
         let md = s.to_markdown();
         assert!(md.contains("## Failed\n\n- c.example: error: gone\n"), "{md}");
         assert!(
             md.contains(
-                "| a.example | approximated | 1 | 2 | 0 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own |"
+                "| a.example | **ready with notes** | 2 line(s) are carried over with a difference (see Approximated): check that each is acceptable, run lighten verify, then switch | 1 | 2 | 0 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own |"
             ),
             "{md}"
         );
         let json: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
         assert_eq!(json["accounts"][2]["status"], "failed");
+        assert_eq!(json["accounts"][2]["verdict"], "stays on Apache");
+        assert_eq!(json["totals"]["verdicts"]["needs you"], 1, "{:#}", json["totals"]);
         assert_eq!(json["accounts"][2]["error"]["message"], "gone");
         assert_eq!(json["server_config"], "/etc/apache2/apache2.conf");
     }

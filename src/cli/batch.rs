@@ -244,7 +244,7 @@ pub fn run(a: BatchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32
         writeln!(err, "lighten: the combined configuration failed: {}", f.line())?;
     }
     let t = &summary.totals;
-    let counts = format!("{} exact, {} approximated, {} failed", t.exact, t.approximated, t.failed);
+    let counts = t.verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect::<Vec<_>>().join(", ");
     if s.dry_run {
         let top_changes = plan::diff_files(&s.out, &top)?;
         stdout.write_all(plan::render(&top_changes, s.color).as_bytes())?;

@@ -308,6 +308,12 @@ impl Printer<'_> {
                     list.join(", ")
                 );
             }
+            if !r.sites.is_empty() {
+                self.out.push_str("\nsites, as `lighten convert` judges them (report.md)\n");
+                for v in &r.sites {
+                    let _ = writeln!(self.out, "  {}", v.line());
+                }
+            }
             return;
         }
         self.out.push_str("\ncoverage (directives by lighttpd target status)\n");

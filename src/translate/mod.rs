@@ -26,7 +26,7 @@ use crate::source::{SourceMap, Span, Sysroot};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-pub use report::{Entry, Fate, Report};
+pub use report::{Entry, Fate, NEEDS_YOU, NOTES, READY, Report, SiteVerdict};
 
 /// Where the converted site runs.
 pub struct Options {

@@ -23,7 +23,7 @@ pub enum Fate {
 }
 
 impl Fate {
-    fn rank(&self) -> u8 {
+    pub fn rank(&self) -> u8 {
         match self {
             Fate::Exact => 0,
             Fate::Noted { .. } | Fate::Ignored { .. } => 1,
@@ -62,6 +62,11 @@ pub struct Report {
     pub sites: Vec<SiteVerdict>,
 }
 
+/// The verdicts, in the words report.md, the wizard, verify and batch use.
+pub const READY: &str = "ready";
+pub const NOTES: &str = "ready with notes";
+pub const NEEDS_YOU: &str = "needs you";
+
 /// Whether a site can move as it is.
 #[derive(Clone, Debug, Serialize)]
 pub struct SiteVerdict {
@@ -72,41 +77,83 @@ pub struct SiteVerdict {
     pub approximated: usize,
     /// What to do next, in a sentence.
     pub next: String,
+    /// `file:line` of the site's first unsupported line, else its first approximated one.
+    #[serde(skip)]
+    pub worst_at: Option<String>,
 }
 
 impl SiteVerdict {
-    fn of(site: String, entries: &[&Entry]) -> SiteVerdict {
+    /// The verdict of a Plesk account's site in its own conversion: the site named as
+    /// its domain (or `www.` of it), else the worst of the account's sites (lighten's
+    /// stand-in default vhosts are sites too); `None` when the report has no site.
+    pub fn of_account<'a>(report: &'a Report, domain: &str) -> Option<&'a SiteVerdict> {
+        let www = format!("www.{domain}");
+        report
+            .sites
+            .iter()
+            .find(|v| v.site.eq_ignore_ascii_case(domain) || v.site.eq_ignore_ascii_case(&www))
+            .or_else(|| report.sites.iter().max_by_key(|v| (v.unsupported > 0, v.approximated > 0)))
+    }
+
+    /// One line, as inspect and verify print it: `blog.example: needs you (9 unsupported,
+    /// 2 approximated)`; report.md gives the next step beside it.
+    pub fn line(&self) -> String {
+        let mut why = Vec::new();
+        if self.unsupported > 0 {
+            why.push(format!("{} unsupported", self.unsupported));
+        }
+        if self.approximated > 0 {
+            why.push(format!("{} approximated", self.approximated));
+        }
+        if why.is_empty() {
+            format!("{}: {}", self.site, self.verdict)
+        } else {
+            format!("{}: {} ({})", self.site, self.verdict, why.join(", "))
+        }
+    }
+
+    pub(crate) fn of(site: String, entries: &[&Entry]) -> SiteVerdict {
         let mut seen = std::collections::BTreeSet::new();
         let (mut unsupported, mut approximated) = (0, 0);
+        // the first of each kind, a file of the server before lighten's stand-in defaults
+        let mut first: [Option<&String>; 4] = [None; 4];
         for e in entries {
             // a line reached by several of the site's vhosts counts once
             if !seen.insert(&e.at) {
                 continue;
             }
+            let stand_in = usize::from(e.at.starts_with("<lighten:"));
             match e.fate {
-                Fate::Unsupported { .. } => unsupported += 1,
-                Fate::Approximated { .. } => approximated += 1,
+                Fate::Unsupported { .. } => {
+                    unsupported += 1;
+                    first[stand_in].get_or_insert(&e.at);
+                }
+                Fate::Approximated { .. } => {
+                    approximated += 1;
+                    first[2 + stand_in].get_or_insert(&e.at);
+                }
                 _ => {}
             }
         }
+        let worst_at = first.into_iter().flatten().next().cloned();
         let (verdict, next) = if unsupported > 0 {
             (
-                "needs you",
+                NEEDS_YOU,
                 format!(
                     "{unsupported} line(s) cannot be carried over and fail closed (see Unsupported): change them in Apache's configuration as each says, or accept what lighttpd answers instead, then convert again"
                 ),
             )
         } else if approximated > 0 {
             (
-                "ready with notes",
+                NOTES,
                 format!(
                     "{approximated} line(s) are carried over with a difference (see Approximated): check that each is acceptable, run lighten verify, then switch"
                 ),
             )
         } else {
-            ("ready", "everything is carried over exactly: run lighten verify, then switch".to_string())
+            (READY, "everything is carried over exactly: run lighten verify, then switch".to_string())
         };
-        SiteVerdict { site, verdict, unsupported, approximated, next }
+        SiteVerdict { site, verdict, unsupported, approximated, next, worst_at }
     }
 }
 

@@ -91,6 +91,8 @@ pub struct Verification {
     pub comparisons: Vec<Comparison>,
     /// The conversion's report counts (exact, approximated, ...).
     pub conversion: BTreeMap<String, usize>,
+    /// Each site's verdict, as in the conversion's report.md.
+    pub sites: Vec<crate::translate::SiteVerdict>,
     /// Where the sandbox was kept, with `--keep`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
@@ -117,6 +119,8 @@ pub struct Pair {
     pub paths: apache::PathMap,
     /// The conversion's report counts (exact, approximated, ...).
     pub conversion: BTreeMap<String, usize>,
+    /// Each site's verdict, as in the conversion's report.md.
+    pub sites: Vec<crate::translate::SiteVerdict>,
     /// Where the sandbox was kept, when asked to keep it.
     pub kept: Option<String>,
     pub sandbox: Sandbox,
@@ -184,6 +188,7 @@ pub fn launch(
         lighttpd_ports: lports,
         paths,
         conversion: conv.report.counts.clone(),
+        sites: conv.report.sites.clone(),
         kept,
         sandbox: sb,
     })
@@ -327,8 +332,9 @@ pub fn run(
     }
     let kept = pair.kept.clone();
     let conversion = pair.conversion.clone();
+    let sites = pair.sites.clone();
     drop(pair);
-    Ok(Verification { comparisons, conversion, kept })
+    Ok(Verification { comparisons, conversion, sites, kept })
 }
 
 /// A request as it goes on the wire: request line and headers.

@@ -31,6 +31,9 @@ pub fn text(v: &Verification, color: bool) -> String {
     }
     let counts: Vec<String> = v.conversion.iter().map(|(k, n)| format!("{n} {k}")).collect();
     let _ = writeln!(out, "conversion: {}", counts.join(", "));
+    for site in &v.sites {
+        let _ = writeln!(out, "  {}", site.line());
+    }
     if let Some(k) = &v.kept {
         let _ = writeln!(out, "sandbox kept at {k}");
     }

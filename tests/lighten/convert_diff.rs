@@ -134,7 +134,12 @@ fn converted_sites_answer_like_apache() {
         let (attacks, v): (Vec<_>, Vec<_>) = all.comparisons.into_iter().partition(|c| c.attack.is_some());
         variants += attacks.len();
         variants_refused += attacks.iter().filter(|c| (400..500).contains(&c.apache.status)).count();
-        let v = verify::Verification { comparisons: v, conversion: all.conversion, kept: all.kept };
+        let v = verify::Verification {
+            comparisons: v,
+            conversion: all.conversion,
+            sites: all.sites,
+            kept: all.kept,
+        };
         if f.manifest.convert.as_deref() == Some("fail-open-only") {
             eprintln!(
                 "{}: {}/{} the same (checked for fail-open only: {})",
