@@ -16,10 +16,14 @@
 //! warmup = 2.0
 //! ```
 //!
-//! This module reads and checks; it does not decide what a flag means.
+//! This module reads, checks and merges: [`Settings::resolve`] lays the command line's
+//! values ([`Given`], what each command's flags say) over the file's and the defaults,
+//! once, before any command runs, so every command sees one [`Resolved`] value and none
+//! merges by hand (ripgrep's low-level and high-level arguments).
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +64,86 @@ pub enum Policy {
 pub struct Bench {
     pub repeat: Option<usize>,
     pub warmup: Option<f64>,
+}
+
+/// What the command line says of the settings a file can also give (the flags of the
+/// command being run; a command without such a flag leaves it unset).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Given {
+    pub out: Option<PathBuf>,
+    pub listen: Vec<String>,
+    pub runtime_dir: Option<PathBuf>,
+    pub php_backend: Option<String>,
+    /// `--strict`.
+    pub strict: bool,
+    pub repeat: Option<usize>,
+    pub warmup: Option<f64>,
+}
+
+/// Where a resolved value came from, for messages that name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    /// The settings file.
+    File(PathBuf),
+    Default,
+}
+
+/// Every setting, decided once: the flag, else the settings file, else the default.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The output folder; `None` when neither a flag nor the file gives one (commands that
+    /// need it say so: [`Resolved::out`]).
+    pub out: Option<PathBuf>,
+    pub out_origin: Origin,
+    /// `APACHEPORT=ADDR:PORT` or `ADDR:PORT`, as `--listen` takes them.
+    pub listen: Vec<String>,
+    pub runtime_dir: Option<PathBuf>,
+    pub php_backend: Option<String>,
+    /// Refuse to write anything approximated (`--strict`, `approximations = "refuse"`).
+    pub strict: bool,
+    /// Benchmark rounds per load and server (`bench --compare`), at least 1.
+    pub repeat: usize,
+    /// Warm-up before each measured round.
+    pub warmup: Duration,
+    /// The settings file used, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl Resolved {
+    /// The output folder, or the error that says how to give one.
+    pub fn out(&self) -> anyhow::Result<&Path> {
+        self.out
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--out is needed (or `out = \"DIR\"` in the settings file)"))
+    }
+}
+
+impl Settings {
+    /// `given` over this file over the defaults.
+    pub fn resolve(&self, given: Given) -> Resolved {
+        let file = || self.source.clone().map_or(Origin::Default, Origin::File);
+        let (out, out_origin) = match (given.out, &self.out) {
+            (Some(o), _) => (Some(o), Origin::Flag),
+            (None, Some(o)) => (Some(o.clone()), file()),
+            (None, None) => (None, Origin::Default),
+        };
+        Resolved {
+            out,
+            out_origin,
+            listen: if given.listen.is_empty() {
+                self.listen.clone().unwrap_or_default()
+            } else {
+                given.listen
+            },
+            runtime_dir: given.runtime_dir.or_else(|| self.runtime_dir.clone()),
+            php_backend: given.php_backend.or_else(|| self.php_backend.clone()),
+            strict: given.strict || self.approximations == Some(Policy::Refuse),
+            repeat: given.repeat.or(self.bench.repeat).unwrap_or(3).max(1),
+            warmup: Duration::from_secs_f64(given.warmup.or(self.bench.warmup).unwrap_or(1.0).max(0.0)),
+            source: self.source.clone(),
+        }
+    }
 }
 
 /// A settings file that cannot be used, with where.
@@ -170,5 +254,52 @@ mod tests {
         assert!(e.starts_with("t.toml:1:12: listen '8080'"), "{e}");
         let e = parse("out = \"unterminated\n", "t.toml").unwrap_err().to_string();
         assert!(e.starts_with("t.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn a_flag_wins_over_the_file_and_the_file_over_the_default() {
+        let mut file = parse(
+            "out = \"/srv/out\"\nphp_backend = \"unix:/run/php.sock\"\napproximations = \"refuse\"\n\
+             listen = [\"80=0.0.0.0:8080\"]\nruntime_dir = \"/run/l\"\n[bench]\nrepeat = 5\nwarmup = 0.5\n",
+            "t.toml",
+        )
+        .unwrap();
+        file.source = Some(PathBuf::from("/etc/lighten/lighten.toml"));
+        // nothing on the command line: every value is the file's
+        let r = file.resolve(Given::default());
+        assert_eq!(r.out.as_deref(), Some(Path::new("/srv/out")));
+        assert_eq!(r.out_origin, Origin::File(PathBuf::from("/etc/lighten/lighten.toml")));
+        assert_eq!(r.listen, ["80=0.0.0.0:8080"]);
+        assert_eq!(r.runtime_dir.as_deref(), Some(Path::new("/run/l")));
+        assert_eq!(r.php_backend.as_deref(), Some("unix:/run/php.sock"));
+        assert!(r.strict, "approximations = \"refuse\" is --strict");
+        assert_eq!((r.repeat, r.warmup), (5, Duration::from_millis(500)));
+        // every flag given: every value is the flag's
+        let given = Given {
+            out: Some("/tmp/o".into()),
+            listen: vec!["127.0.0.1:9".into()],
+            runtime_dir: Some("/tmp/r".into()),
+            php_backend: Some("127.0.0.1:9000".into()),
+            strict: false,
+            repeat: Some(1),
+            warmup: Some(0.0),
+        };
+        let r = file.resolve(given);
+        assert_eq!((r.out.as_deref(), &r.out_origin), (Some(Path::new("/tmp/o")), &Origin::Flag));
+        assert_eq!(r.listen, ["127.0.0.1:9"]);
+        assert_eq!(r.runtime_dir.as_deref(), Some(Path::new("/tmp/r")));
+        assert_eq!(r.php_backend.as_deref(), Some("127.0.0.1:9000"));
+        assert!(r.strict, "a file's refusal stays: --strict has no opposite flag");
+        assert_eq!((r.repeat, r.warmup), (1, Duration::ZERO));
+        // neither: the defaults, and the missing --out said so
+        let r = Settings::default().resolve(Given::default());
+        assert_eq!((r.out.clone(), r.out_origin.clone(), r.strict), (None, Origin::Default, false));
+        assert_eq!((r.repeat, r.warmup), (3, Duration::from_secs(1)));
+        assert!(r.listen.is_empty() && r.php_backend.is_none() && r.runtime_dir.is_none());
+        assert!(r.out().unwrap_err().to_string().starts_with("--out is needed"));
+        // out of range values are brought into range
+        let r =
+            Settings::default().resolve(Given { repeat: Some(0), warmup: Some(-2.0), ..Given::default() });
+        assert_eq!((r.repeat, r.warmup), (1, Duration::ZERO));
     }
 }

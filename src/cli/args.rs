@@ -1,6 +1,7 @@
 //! The command line as clap reads it.  Nothing below `cli` sees these types: each command
 //! resolves them once into the settings its library call takes.
 
+use crate::settings::Given;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -683,4 +684,44 @@ pub enum StatusArg {
     Approximated,
     Ignored,
     Unsupported,
+}
+
+impl SiteArgs {
+    fn given(&self) -> Given {
+        Given {
+            out: self.out.clone(),
+            listen: self.listen.clone(),
+            runtime_dir: self.runtime_dir.clone(),
+            php_backend: self.php_backend.clone(),
+            strict: self.strict,
+            ..Given::default()
+        }
+    }
+}
+
+impl Command {
+    /// What this command's flags say of the settings a settings file can also give.
+    pub fn given(&self) -> Given {
+        match self {
+            Command::Convert(a) => a.site.given(),
+            Command::Watch(a) => a.site.given(),
+            Command::Batch(a) => Given {
+                out: a.out.clone(),
+                listen: a.listen.clone(),
+                php_backend: a.php_backend.clone(),
+                strict: a.strict,
+                ..Given::default()
+            },
+            Command::Bench(a) => Given { repeat: a.repeat, warmup: a.warmup, ..Given::default() },
+            Command::Wizard(a) => Given { out: a.out.clone(), listen: a.listen.clone(), ..Given::default() },
+            Command::Inspect(_)
+            | Command::Explain(_)
+            | Command::Directives(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Diff(_)
+            | Command::Verify(_)
+            | Command::Demo(_) => Given::default(),
+        }
+    }
 }

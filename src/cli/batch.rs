@@ -21,7 +21,7 @@ use crate::translate::Report;
 use crate::{model, plan};
 use anyhow::Context;
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -82,29 +82,26 @@ struct Done {
     problems: Vec<Problem>,
 }
 
-pub fn run(a: BatchArgs, file: &crate::settings::Settings) -> anyhow::Result<i32> {
-    // Flags win over the settings file, as for convert (`convert::site`).
-    let listen = if a.listen.is_empty() { file.listen.clone().unwrap_or_default() } else { a.listen.clone() };
+pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
+    let listen = settings.listen.clone();
     for l in &listen {
         parse_listen(l).map_err(anyhow::Error::msg)?;
     }
-    let Some(out) = a.out.clone().or_else(|| file.out.clone()) else {
-        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
-    };
-    let out = std::path::absolute(&out).with_context(|| format!("{}", out.display()))?;
+    let out = settings.out()?;
+    let out = std::path::absolute(out).with_context(|| format!("{}", out.display()))?;
     let s = Settings {
         root: a.root.clone(),
         root_shown: std::path::absolute(&a.root).unwrap_or_else(|_| a.root.clone()).display().to_string(),
         out,
         load: load_options(&a.load),
         listen,
-        php: a.php_backend.clone().or_else(|| file.php_backend.clone()),
-        strict: a.strict || file.approximations == Some(crate::settings::Policy::Refuse),
+        php: settings.php_backend.clone(),
+        strict: settings.strict,
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
         shard: a.shard.unwrap_or(Shard::ALL),
         dry_run: a.dry_run,
         json: a.json,
-        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        color,
     };
     let input = config::classify(&s.root, &s.load)?;
     if input.kind != InputKind::PleskRoot {

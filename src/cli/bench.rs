@@ -9,9 +9,9 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-pub fn run(a: BenchArgs, file: &crate::settings::Settings, color: bool) -> anyhow::Result<i32> {
+pub fn run(a: BenchArgs, resolved: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
     if a.compare.is_some() {
-        return super::compare::run(a, file, color);
+        return super::compare::run(a, resolved, color);
     }
     let url = a.url.clone().context("a URL to load is needed")?;
     let s = settings(&a, &url)?;

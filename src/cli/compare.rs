@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> anyhow::Result<i32> {
+pub fn run(a: BenchArgs, settings: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
     let config_path = a.compare.clone().context("--compare needs a configuration")?;
     let opts = load_options(&a.load);
     let for_run = config::load(&config_path, &opts)?;
@@ -90,8 +90,8 @@ pub fn run(a: BenchArgs, settings: &crate::settings::Settings, color: bool) -> a
     }
     let plan = Plan {
         loads: loads.into_iter().map(|(_, l)| l).collect(),
-        repeat: a.repeat.or(settings.bench.repeat).unwrap_or(3).max(1),
-        warmup: Duration::from_secs_f64(a.warmup.or(settings.bench.warmup).unwrap_or(1.0).max(0.0)),
+        repeat: settings.repeat,
+        warmup: settings.warmup,
         threads: a.threads,
         timeout: Duration::from_secs_f64(a.timeout),
         sample_every: Duration::from_millis(100),

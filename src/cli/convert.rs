@@ -1,10 +1,10 @@
 //! `lighten convert`.
 
-use super::args::{ConvertArgs, SiteArgs};
+use super::args::ConvertArgs;
 use super::inspect::load_options;
 use crate::config::LoadOptions;
 use crate::run::preflight::{self, Level, Problem};
-use crate::settings::{Policy, Settings};
+use crate::settings::Resolved;
 use crate::translate::{self, Options};
 use crate::{config, model, plan};
 use anyhow::Context;
@@ -78,7 +78,7 @@ pub fn prepare_model(
     Ok(Prepared { conv, out_dir, runtime_dir })
 }
 
-/// `SiteArgs` resolved: flags first, then the settings file.
+/// The settings a site's conversion takes, resolved (flags first, then the settings file).
 pub struct Site {
     pub out: PathBuf,
     pub listen: Vec<String>,
@@ -87,26 +87,19 @@ pub struct Site {
     pub strict: bool,
 }
 
-pub fn site(a: &SiteArgs, settings: &Settings) -> anyhow::Result<Site> {
-    let Some(out) = a.out.clone().or_else(|| settings.out.clone()) else {
-        anyhow::bail!("--out is needed (or `out = \"DIR\"` in the settings file)");
-    };
+pub fn site(settings: &Resolved) -> anyhow::Result<Site> {
     Ok(Site {
-        out,
-        listen: if a.listen.is_empty() {
-            settings.listen.clone().unwrap_or_default()
-        } else {
-            a.listen.clone()
-        },
-        runtime_dir: a.runtime_dir.clone().or_else(|| settings.runtime_dir.clone()),
-        php: a.php_backend.clone().or_else(|| settings.php_backend.clone()),
-        strict: a.strict || settings.approximations == Some(Policy::Refuse),
+        out: settings.out()?.to_path_buf(),
+        listen: settings.listen.clone(),
+        runtime_dir: settings.runtime_dir.clone(),
+        php: settings.php_backend.clone(),
+        strict: settings.strict,
     })
 }
 
-pub fn run(a: ConvertArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
+pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
     let opts = load_options(&a.load);
-    let Site { out, listen, runtime_dir, php, strict } = site(&a.site, settings)?;
+    let Site { out, listen, runtime_dir, php, strict } = site(settings)?;
     let (cfg, model) = load_sites(&a.config, &opts, &a.site.vhosts, color)?;
     let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
     let (mut conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);

@@ -42,13 +42,17 @@ pub fn main() -> i32 {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let color = match cli.color {
+    let colors = |terminal: bool| match cli.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
     };
+    // diagnostics go to standard error; batch's dry-run diff to standard output
+    let (color, stdout_color) =
+        (colors(std::io::stderr().is_terminal()), colors(std::io::stdout().is_terminal()));
+    // Flags over the settings file over the defaults, once, for whichever command runs.
     let settings = match crate::settings::load(cli.settings.as_deref()) {
-        Ok(s) => s,
+        Ok(s) => s.resolve(cli.command.given()),
         Err(e) => {
             eprintln!("lighten: settings: {e}");
             return 2;
@@ -62,7 +66,7 @@ pub fn main() -> i32 {
         Command::Explain(a) => explain::run(a),
         Command::Convert(a) => convert::run(a, &settings, color),
         Command::Watch(a) => watch::run(a, &settings, color),
-        Command::Batch(a) => batch::run(a, &settings),
+        Command::Batch(a) => batch::run(a, &settings, stdout_color),
         Command::Diff(a) => diff::run(a),
         Command::Verify(a) => verify::run(a, color),
         Command::Bench(a) => bench::run(a, &settings, color),

@@ -18,7 +18,7 @@ use super::inspect::load_options;
 use crate::config::LoadOptions;
 use crate::run::lighttpd::{self, Restart};
 use crate::run::preflight::Level;
-use crate::settings::Settings;
+use crate::settings::Resolved;
 use crate::watch::{self, Outcome, Record, Reload, Watched, Why};
 use crate::{plan, run};
 use anyhow::Context;
@@ -62,8 +62,8 @@ struct Step {
     inexact: bool,
 }
 
-pub fn run(a: WatchArgs, settings: &Settings, color: bool) -> anyhow::Result<i32> {
-    let site = super::convert::site(&a.site, settings)?;
+pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
+    let site = super::convert::site(settings)?;
     let out_dir = absolute(&site.out)?;
     let runtime_dir = match &site.runtime_dir {
         Some(d) => absolute(d)?,

@@ -52,9 +52,9 @@ pub fn either(yes: bool, no: bool) -> Option<bool> {
 
 /// The output folder `--yes` takes: the settings file's, else one beside a copy of a server
 /// (under --sysroot), else the one the README names for a server.
-pub fn default_out(file: &crate::settings::Settings, sysroot: bool) -> PathBuf {
-    match &file.out {
-        Some(o) => o.clone(),
+pub fn default_out(file: Option<&std::path::Path>, sysroot: bool) -> PathBuf {
+    match file {
+        Some(o) => o.to_path_buf(),
         None if sysroot => PathBuf::from("lighten-out"),
         None => PathBuf::from("/etc/lighttpd/from-apache"),
     }

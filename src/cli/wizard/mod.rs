@@ -24,7 +24,7 @@ use crate::config::{self, Config, InputKind, LoadOptions};
 use crate::diagnostic::Severity;
 use crate::model::{Model, vhost::name_matches};
 use crate::plan::{self, FileChange, Kind};
-use crate::settings::Settings;
+use crate::settings::{Origin, Resolved};
 use crate::translate::{Entry, Fate, Report};
 use crate::verify::derive;
 use found::Found;
@@ -47,11 +47,11 @@ const DIFF_LINES: usize = 60;
 /// Sites loaded by the benchmark, at most.
 const BENCH_SITES: usize = 3;
 
-pub fn run(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
+pub fn run(a: WizardArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
     // A SIGINT outside a raw-mode prompt (while a line is typed, while verify runs) goes
     // through the handler, which shows the cursor again before exiting 130.
     crate::run::process::stop_all_on_interrupt();
-    match wizard(a, file, color) {
+    match wizard(a, settings, color) {
         Err(e) if e.is::<Cancelled>() => {
             eprintln!("lighten wizard: cancelled; nothing written");
             Ok(130)
@@ -60,7 +60,7 @@ pub fn run(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
     }
 }
 
-fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
+fn wizard(a: WizardArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let color = color && tty;
     let load = load_options(&a.load);
@@ -105,7 +105,7 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
     let picked = ask_sites(&a, &sites, &prompt)?;
     let keep = (picked.len() < sites.len())
         .then(|| picked.iter().flat_map(|&i| sites[i].vhosts.iter().copied()).collect::<Vec<usize>>());
-    let out = ask_out(&a, file, load.sysroot.root().is_some(), &prompt)?;
+    let out = ask_out(&a, settings, load.sysroot.root().is_some(), &prompt)?;
 
     // Sites the benchmark and curl can reach (vhost indices are the full model's).
     let http: Vec<(String, String)> = picked
@@ -117,14 +117,14 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
     if let Some(k) = &keep {
         model.keep_vhosts(k);
     }
-    let listen = if a.listen.is_empty() { file.listen.clone().unwrap_or_default() } else { a.listen.clone() };
+    let listen = settings.listen.clone();
     let mut prepared = convert::prepare_model(
         &cfg,
         &model,
         &out,
         &listen,
-        file.runtime_dir.as_deref(),
-        file.php_backend.as_deref(),
+        settings.runtime_dir.as_deref(),
+        settings.php_backend.as_deref(),
     )?;
     // The services that run it and keep it in step, for the sites picked by name (a site
     // without a ServerName cannot be named: then every site is kept in step).
@@ -139,7 +139,7 @@ fn wizard(a: WizardArgs, file: &Settings, color: bool) -> anyhow::Result<i32> {
         out_dir: &prepared.out_dir,
         runtime_dir: &prepared.runtime_dir,
         listen: &listen,
-        php: file.php_backend.as_deref(),
+        php: settings.php_backend.as_deref(),
         vhosts: &names,
         strict: false,
     })?;
@@ -416,12 +416,12 @@ fn ask_sites(a: &WizardArgs, sites: &[Site], prompt: &Prompt) -> anyhow::Result<
     Ok(picked)
 }
 
-fn ask_out(a: &WizardArgs, file: &Settings, sysroot: bool, prompt: &Prompt) -> anyhow::Result<PathBuf> {
-    if let Some(o) = &a.out {
+fn ask_out(a: &WizardArgs, settings: &Resolved, sysroot: bool, prompt: &Prompt) -> anyhow::Result<PathBuf> {
+    if let (Some(o), Origin::Flag) = (&settings.out, &settings.out_origin) {
         println!("   output folder: {} (--out)", o.display());
         return Ok(o.clone());
     }
-    let default = migration::default_out(file, sysroot);
+    let default = migration::default_out(settings.out.as_deref(), sysroot);
     if a.yes {
         println!("   output folder: {} (--yes)", default.display());
         return Ok(default);
