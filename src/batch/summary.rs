@@ -72,6 +72,8 @@ pub struct Worst {
     /// `file:line`.
     pub at: String,
     pub fate: &'static str,
+    /// The finding's code (docs/diagnostics.md, "Translation findings").
+    pub code: Option<&'static str>,
     pub directive: String,
     pub args: String,
     pub reason: String,
@@ -100,19 +102,13 @@ impl Worst {
     }
 
     fn from(e: &crate::translate::Entry) -> Worst {
-        let reason = match &e.fate {
-            Fate::Exact => String::new(),
-            Fate::Approximated { reason } | Fate::Noted { reason } | Fate::Ignored { reason } => {
-                reason.clone()
-            }
-            Fate::Unsupported { reason, closed } => format!("{reason}; {closed}"),
-        };
         Worst {
             at: e.at.clone(),
             fate: e.fate.label(),
+            code: e.fate.code().map(|c| c.name()),
+            reason: e.fate.why(),
             directive: e.directive.clone(),
             args: e.args.clone(),
-            reason,
         }
     }
 }
@@ -378,7 +374,8 @@ impl Summary {
             let what = match (&a.error, &a.worst) {
                 (Some(e), _) => e.line(),
                 (None, Some(w)) => {
-                    format!("{}: {} {} {}: {}", w.at, w.fate, w.directive, shorten(&w.args), w.reason)
+                    let code = w.code.map(|c| format!(" [{c}]")).unwrap_or_default();
+                    format!("{}: {} {} {}: {}{code}", w.at, w.fate, w.directive, shorten(&w.args), w.reason)
                 }
                 (None, None) => String::new(),
             };
@@ -439,14 +436,17 @@ mod tests {
 
     #[test]
     fn statuses_worst_findings_and_exit() {
-        let approx = |r: &str| Fate::Approximated { reason: r.into() };
+        let approx = |r: &str| Fate::Approximated { code: crate::translate::Code::Etag, reason: r.into() };
         let r = report(
             "a.example",
             &[
                 ("<lighten:plesk-defaults>:3", approx("defaults")),
                 ("/srv/a/httpd.conf:4", Fate::Exact),
                 ("/srv/a/.htaccess:9", approx("own")),
-                ("/srv/a/httpd.conf:5", Fate::Ignored { reason: "log".into() }),
+                (
+                    "/srv/a/httpd.conf:5",
+                    Fate::Ignored { code: crate::translate::Code::NoEffect, reason: "log".into() },
+                ),
             ],
         );
         let a = Account::converted("a.example", &r);
@@ -472,7 +472,11 @@ mod tests {
         );
         let failed = Account::failed("c.example", Failure::other("gone"));
         assert_eq!(failed.verdict, STAYS);
-        let closed = Fate::Unsupported { reason: "no".into(), closed: "403".into() };
+        let closed = Fate::Unsupported {
+            code: crate::translate::Code::HeaderAction,
+            reason: "no".into(),
+            closed: "403".into(),
+        };
         let needs = Account::converted(
             "d.example",
             &report("d.example", &[("/srv/d/httpd.conf:2", approx("x")), ("/srv/d/.htaccess:7", closed)]),
@@ -501,7 +505,7 @@ mod tests {
         assert!(md.contains("## Failed\n\n- c.example: error: gone\n"), "{md}");
         assert!(
             md.contains(
-                "| a.example | **ready with notes** | 2 line(s) are carried over with a difference (see Approximated): check that each is acceptable, run lighten verify, then switch | 1 | 2 | 0 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own |"
+                "| a.example | **ready with notes** | 2 line(s) are carried over with a difference (see Approximated): check that each is acceptable, run lighten verify, then switch | 1 | 2 | 0 | 1 | 0 | /srv/a/.htaccess:9: approximated D a: own [etag] |"
             ),
             "{md}"
         );

@@ -1,7 +1,7 @@
 //! `lighttpd.conf`: listeners, virtual host selection, document roots, TLS, the PHP
 //! backend, logs, and the mod_magnet hooks that run `lighten.lua`.
 
-use super::{Finding, Need, NeedKind, Options, Site};
+use super::{Code, Finding, Need, NeedKind, Options, Site};
 use crate::config::Config;
 use crate::model::mime::Handler;
 use crate::model::{Model, Spanned};
@@ -516,6 +516,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         writeln!(out, "server.modules = ( {} )", modules.iter().map(|m| q(m)).collect::<Vec<_>>().join(", "));
     let Some(first) = listen_ports.iter().find_map(|p| socket_for(*p)) else {
         findings.push(Finding::unsupported(
+            Code::ListenUncovered,
             main.listen.first().map(|l| l.at).unwrap_or(model.server.at),
             "--listen covers none of Apache's ports".into(),
             "nothing listens",
@@ -616,6 +617,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             // Two of Apache's ports sent to one address: lighttpd would refuse the second
             // identical $SERVER["socket"] block, and only one set of hosts can answer there.
             findings.push(Finding::unsupported(
+                Code::ListenShared,
                 main.listen.iter().find(|l| l.port == port).map(|l| l.at).unwrap_or(model.server.at),
                 format!(
                     "--listen sends Apache's port {port} to {addr}:{lport}, which another port already uses"
@@ -864,6 +866,7 @@ fn certificate(
             }
             if let Some((fc, fk)) = &opts.fallback_cert {
                 findings.push(Finding::approximated(
+                    Code::StandInCertificate,
                     c.span,
                     format!("{} is not on this machine: a stand-in certificate is used", c.value),
                 ));
@@ -1023,6 +1026,7 @@ pub fn auth_block(
                 (crate::model::ScopeKind::Files, Some(crate::model::Matcher::Path(p))) => p.clone(),
                 _ => {
                     findings.push(Finding::approximated(
+                        Code::AuthFilesMatch,
                         a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
                         "a password for a <FilesMatch> (or <Files ~>) name is not asked for by lighttpd: \
                          its users cannot log in (401)"
@@ -1034,6 +1038,7 @@ pub fn auth_block(
             let dir = dir.trim_end_matches('/');
             let Some(rest) = dir.strip_prefix(root).filter(|r| r.is_empty() || r.starts_with('/')) else {
                 findings.push(Finding::approximated(
+                    Code::AuthUnreachable,
                     a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
                     format!("{dir} is not reached by a URL lighten can name: its users cannot log in (401)"),
                 ));
@@ -1061,6 +1066,7 @@ pub fn auth_block(
         match url {
             Some(u) => areas.push((u, a)),
             None => findings.push(Finding::approximated(
+                Code::AuthUnreachable,
                 a.auth_type.as_ref().map(|t| t.span).unwrap_or(scope.at),
                 format!("{dir} is not reached by a URL lighten can name: its users cannot log in (401)"),
             )),
@@ -1295,6 +1301,7 @@ pub fn deflate_types(model: &Model, findings: &mut Vec<Finding>) -> Vec<String> 
                         crate::model::ScopeKind::Server | crate::model::ScopeKind::VirtualHost
                     ) {
                         findings.push(Finding::approximated(
+                            Code::CompressionScope,
                             d.at,
                             "lighttpd compresses these types everywhere, not only under this section".into(),
                         ));

@@ -21,7 +21,7 @@
 //! The links are found by walking each root through the links Apache follows, and the
 //! folders above each root (a DocumentRoot under a linked `/var/www`).
 
-use super::Finding;
+use super::{Code, Finding};
 use crate::eval::dirconf::{opt, option_bit, walk_options};
 use crate::eval::symlink;
 use crate::model::htaccess::{ancestors, directory_matches, directory_sections};
@@ -75,7 +75,7 @@ pub fn inventory(
             if hl.strict {
                 for at in &hl.causes {
                     if reported.insert(*at) {
-                        findings.push(Finding::approximated(*at, REASON.into()));
+                        findings.push(Finding::approximated(Code::SymlinksAtConversion, *at, REASON.into()));
                     }
                 }
             } else {

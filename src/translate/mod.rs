@@ -11,6 +11,7 @@
 //! caller writes them.  Every directive of the source ends up in the report with its
 //! fate; what cannot be carried exactly is reported and fails closed (403).
 
+pub mod code;
 pub mod compile;
 pub mod conf;
 pub mod expr;
@@ -19,13 +20,13 @@ pub mod lua;
 pub mod report;
 pub mod site;
 
-use crate::catalogue::Status;
 use crate::config::Config;
 use crate::model::Model;
 use crate::source::{SourceMap, Span, Sysroot};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+pub use code::Code;
 pub use report::{Entry, Fate, NEEDS_YOU, NOTES, READY, Report, SiteVerdict};
 
 /// Where the converted site runs.
@@ -103,12 +104,14 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn unsupported(at: Span, reason: String, closed: &str) -> Finding {
-        Finding { at, fate: Fate::Unsupported { reason, closed: closed.to_string() } }
+    pub fn unsupported(code: Code, at: Span, reason: String, closed: &str) -> Finding {
+        debug_assert_eq!(code.fate(), "unsupported", "{code}");
+        Finding { at, fate: Fate::Unsupported { code, reason, closed: closed.to_string() } }
     }
 
-    pub fn approximated(at: Span, reason: String) -> Finding {
-        Finding { at, fate: Fate::Approximated { reason } }
+    pub fn approximated(code: Code, at: Span, reason: String) -> Finding {
+        debug_assert_eq!(code.fate(), "approximated", "{code}");
+        Finding { at, fate: Fate::Approximated { code, reason } }
     }
 }
 
@@ -464,20 +467,6 @@ fn mime_module(model: &Model, cfg: &Config, map_path: &dyn Fn(&str) -> String) -
          end }})\n",
         file = lua::string(&read),
     )
-}
-
-/// The catalogue status a directive gets when nothing specific was found.
-pub fn default_fate(status: Option<Status>, note: &str) -> Fate {
-    match status {
-        Some(Status::Translated) => Fate::Exact,
-        Some(Status::Approximated) => Fate::Approximated { reason: note.to_string() },
-        Some(Status::Ignored) => Fate::Ignored { reason: note.to_string() },
-        Some(Status::Unsupported) => Fate::Unsupported {
-            reason: if note.is_empty() { "not translated".into() } else { note.to_string() },
-            closed: "left out".into(),
-        },
-        None => Fate::Unsupported { reason: "unknown directive".into(), closed: "left out".into() },
-    }
 }
 
 /// The fixed runtime of the interpreter and the compiled tier (templates/lua/): what only

@@ -1,25 +1,25 @@
 //! What became of every directive: `report.md` for people, `report.json` for tools.
 
-use super::Finding;
+use super::{Code, Finding};
 use crate::model::{Model, Scope};
 use crate::source::SourceMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "fate", rename_all = "lowercase")]
 pub enum Fate {
     /// Carried over exactly (natively or by the Lua runtime).
     Exact,
     /// Carried over with a difference, said here.
-    Approximated { reason: String },
+    Approximated { code: Code, reason: String },
     /// Carried over in lighttpd's own way, with a difference that does not change how
     /// requests are answered (log files and formats): a note, not an approximation.
-    Noted { reason: String },
+    Noted { code: Code, reason: String },
     /// Not carried over on purpose: it does not change how requests are answered.
-    Ignored { reason: String },
+    Ignored { code: Code, reason: String },
     /// Cannot be carried over; `closed` says how the site fails closed instead.
-    Unsupported { reason: String, closed: String },
+    Unsupported { code: Code, reason: String, closed: String },
 }
 
 impl Fate {
@@ -29,6 +29,28 @@ impl Fate {
             Fate::Noted { .. } | Fate::Ignored { .. } => 1,
             Fate::Approximated { .. } => 2,
             Fate::Unsupported { .. } => 3,
+        }
+    }
+
+    /// The finding's code (docs/diagnostics.md); `None` when exact.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Fate::Exact => None,
+            Fate::Approximated { code, .. }
+            | Fate::Noted { code, .. }
+            | Fate::Ignored { code, .. }
+            | Fate::Unsupported { code, .. } => Some(*code),
+        }
+    }
+
+    /// The reason, with how it fails closed for an unsupported one; empty when exact.
+    pub fn why(&self) -> String {
+        match self {
+            Fate::Exact => String::new(),
+            Fate::Approximated { reason, .. } | Fate::Noted { reason, .. } | Fate::Ignored { reason, .. } => {
+                reason.clone()
+            }
+            Fate::Unsupported { reason, closed, .. } => format!("{reason}; {closed}"),
         }
     }
 
@@ -60,6 +82,15 @@ pub struct Report {
     /// A verdict per site (its vhosts by ServerName, the main server's settings and the
     /// .htaccess files it reaches).
     pub sites: Vec<SiteVerdict>,
+}
+
+/// Entries alike but for their place: [`Report::grouped`].
+pub struct Group<'a> {
+    /// `file:line` of each, in report order.
+    pub places: Vec<&'a str>,
+    pub directive: &'a str,
+    pub args: String,
+    pub fate: &'a Fate,
 }
 
 /// The verdicts, in the words report.md, the wizard, verify and batch use.
@@ -169,6 +200,29 @@ impl Report {
         self.entries.iter().filter(|e| matches!(e.fate, Fate::Approximated { .. } | Fate::Unsupported { .. }))
     }
 
+    /// The entries of one fate (`Fate::label`), the same directive, arguments and finding
+    /// in several places (a Plesk template in every account) as one group with every
+    /// place, in the order first met; arguments cut at 60 characters.
+    pub fn grouped(&self, label: &str) -> Vec<Group<'_>> {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut index: BTreeMap<(&str, String, &Fate), usize> = BTreeMap::new();
+        for e in self.entries.iter().filter(|e| e.fate.label() == label) {
+            let args = if e.args.chars().count() > 60 {
+                format!("{}…", e.args.chars().take(60).collect::<String>())
+            } else {
+                e.args.clone()
+            };
+            match index.get(&(e.directive.as_str(), args.clone(), &e.fate)) {
+                Some(&k) => groups[k].places.push(&e.at),
+                None => {
+                    index.insert((e.directive.as_str(), args.clone(), &e.fate), groups.len());
+                    groups.push(Group { places: vec![&e.at], directive: &e.directive, args, fate: &e.fate });
+                }
+            }
+        }
+        groups
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
@@ -193,41 +247,37 @@ impl Report {
             ("Ignored", "ignored"),
             ("Exact", "exact"),
         ] {
-            let list: Vec<&Entry> = self.entries.iter().filter(|e| e.fate.label() == pick).collect();
-            if list.is_empty() {
+            if !self.entries.iter().any(|e| e.fate.label() == pick) {
                 continue;
             }
             out.push_str(&format!("\n## {title}\n\n"));
-            // The same directive, arguments and fate in several places (a Plesk template in
-            // every account) is one line with every place, in the order first met.
-            let mut lines: Vec<(Vec<&str>, String)> = Vec::new();
-            let mut index: BTreeMap<String, usize> = BTreeMap::new();
-            for e in list {
-                let why = match &e.fate {
-                    Fate::Exact => String::new(),
-                    Fate::Approximated { reason } | Fate::Noted { reason } | Fate::Ignored { reason } => {
-                        format!(": {reason}")
-                    }
-                    Fate::Unsupported { reason, closed } => format!(": {reason}; {closed}"),
-                };
-                let args = if e.args.chars().count() > 60 {
-                    format!("{}…", e.args.chars().take(60).collect::<String>())
-                } else {
-                    e.args.clone()
-                };
-                let rest = format!("{} `{}`{why}", e.directive, args.replace('`', "'"));
-                match index.get(&rest) {
-                    Some(&k) => lines[k].0.push(&e.at),
-                    None => {
-                        index.insert(rest.clone(), lines.len());
-                        lines.push((vec![&e.at], rest));
-                    }
+            // by code, each with its next step once, in the order first met
+            let groups = self.grouped(pick);
+            let mut codes: Vec<Option<Code>> = Vec::new();
+            for g in &groups {
+                if !codes.contains(&g.fate.code()) {
+                    codes.push(g.fate.code());
                 }
             }
-            for (places, rest) in lines {
-                let at: Vec<String> = places.iter().map(|p| format!("`{p}`")).collect();
-                let n = if places.len() > 1 { format!(" ({} places)", places.len()) } else { String::new() };
-                out.push_str(&format!("- {} {rest}{n}\n", at.join(", ")));
+            for (k, code) in codes.iter().copied().enumerate() {
+                if let Some(c) = code {
+                    if k > 0 {
+                        out.push('\n');
+                    }
+                    out.push_str(&format!("### `{c}`: {}\n\nNext step: {}.\n\n", c.summary(), c.next()));
+                }
+                for g in groups.iter().filter(|g| g.fate.code() == code) {
+                    let at: Vec<String> = g.places.iter().map(|p| format!("`{p}`")).collect();
+                    let n = if g.places.len() > 1 {
+                        format!(" ({} places)", g.places.len())
+                    } else {
+                        String::new()
+                    };
+                    let why = g.fate.why();
+                    let why = if why.is_empty() { String::new() } else { format!(": {why}") };
+                    let args = g.args.replace('`', "'");
+                    out.push_str(&format!("- {} {} `{args}`{why}{n}\n", at.join(", "), g.directive));
+                }
             }
         }
         out
@@ -467,6 +517,7 @@ fn carried(
                 Fate::Exact
             } else {
                 Fate::Approximated {
+                    code: Code::OptionsNotCarried,
                     reason: format!(
                         "{} are not carried over (no content negotiation, CGI or SSI)",
                         odd.join(", ")
@@ -476,6 +527,7 @@ fn carried(
         }
         "FileETag" if !lower.trim().eq_ignore_ascii_case("none") => {
             return Fate::Approximated {
+                code: Code::Etag,
                 reason: "lighttpd computes its own ETag (same role, other value)".into(),
             };
         }
@@ -485,6 +537,7 @@ fn carried(
                 Fate::Exact
             } else {
                 Fate::Unsupported {
+                    code: Code::OutputFilter,
                     reason: "only the DEFLATE filter is translated".into(),
                     closed: "left out".into(),
                 }
@@ -492,11 +545,15 @@ fn carried(
         }
         "ErrorLog" | "CustomLog" | "TransferLog" | "LogFormat" => {
             return Fate::Noted {
+                code: Code::OwnLogs,
                 reason: "lighttpd keeps its own error and access logs, in its own formats".into(),
             };
         }
         "SuexecUserGroup" => {
-            return Fate::Approximated { reason: "PHP runs as its FastCGI backend's user".into() };
+            return Fate::Approximated {
+                code: Code::PhpUser,
+                reason: "PHP runs as its FastCGI backend's user".into(),
+            };
         }
         _ => {}
     }
@@ -504,16 +561,29 @@ fn carried(
         return Fate::Exact;
     }
     if let Some((_, why)) = IGNORED.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        return Fate::Ignored { reason: why.to_string() };
+        return Fate::Ignored { code: Code::NoEffect, reason: why.to_string() };
     }
     if matches!(name, "IndexIgnore" | "IndexOptions" | "HeaderName" | "ReadmeName" | "IndexOrderDefault") {
-        return Fate::Approximated { reason: "lighttpd's directory listing has its own look".into() };
+        return Fate::Approximated {
+            code: Code::ListingLook,
+            reason: "lighttpd's directory listing has its own look".into(),
+        };
     }
     match status {
-        Some(Status::Ignored) => Fate::Ignored { reason: note.to_string() },
-        Some(Status::Unsupported) | None => super::default_fate(status, note),
+        Some(Status::Ignored) => Fate::Ignored { code: Code::NoEffect, reason: note.to_string() },
+        Some(Status::Unsupported) => Fate::Unsupported {
+            code: Code::NoCounterpart,
+            reason: if note.is_empty() { "not translated".into() } else { note.to_string() },
+            closed: "left out".into(),
+        },
+        None => Fate::Unsupported {
+            code: Code::UnknownToLighten,
+            reason: "unknown directive".into(),
+            closed: "left out".into(),
+        },
         // The catalogue plans to carry it; this version does not yet.
         Some(Status::Translated) | Some(Status::Approximated) => Fate::Unsupported {
+            code: Code::NotYetCarried,
             reason: if note.is_empty() {
                 "not carried over by this version of lighten convert".into()
             } else {

@@ -4,7 +4,7 @@
 //! will see (after the caller's path mapping).
 
 use super::lua::Value;
-use super::{Finding, Site};
+use super::{Code, Finding, Site};
 use crate::model::access::{AccessConfig, Authz, Combine, Order, Satisfy};
 use crate::model::alias::AliasKind;
 use crate::model::dir::ErrorAction;
@@ -39,7 +39,12 @@ impl Site<'_> {
         match self.regex_ref(pattern, caseless) {
             Ok(r) => Value::Raw(r),
             Err(why) => {
-                self.findings.push(Finding::unsupported(at, why, "requests that reach it answer 403"));
+                self.findings.push(Finding::unsupported(
+                    Code::CannotEvaluate,
+                    at,
+                    why,
+                    "requests that reach it answer 403",
+                ));
                 Value::Bool(false)
             }
         }
@@ -57,6 +62,7 @@ impl Site<'_> {
             }
             Err(why) => {
                 self.findings.push(Finding::unsupported(
+                    Code::CannotEvaluate,
                     at,
                     format!("the expression {text:?}: {why}"),
                     "requests that reach it answer 403",
@@ -165,6 +171,7 @@ impl Site<'_> {
             if d.name.eq_ignore_ascii_case("SSLVerifyClient") && !d.args.trim().eq_ignore_ascii_case("none") {
                 v.set("refuse", "SSLVerifyClient");
                 self.findings.push(Finding::unsupported(
+                    Code::ClientCertificate,
                     d.at,
                     "client certificates per directory are not translated".into(),
                     "requests under it answer 403",
@@ -191,6 +198,7 @@ impl Site<'_> {
             let cgi_loaded = self.modules.contains("cgi_module") || self.modules.contains("cgid_module");
             if matches!(al.kind, AliasKind::ScriptAlias | AliasKind::ScriptAliasMatch) && cgi_loaded {
                 self.findings.push(Finding::unsupported(
+                    Code::ScriptAlias,
                     al.at,
                     "ScriptAlias runs CGI programs, which the translation does not carry".into(),
                     "the aliased files are not sent (their source would be): requests for them answer 403",
@@ -320,6 +328,7 @@ impl Site<'_> {
             }
             if d == "setenvifexpr" {
                 self.findings.push(Finding::unsupported(
+                    Code::SetEnvIfExpr,
                     r.at,
                     "SetEnvIfExpr is not translated".into(),
                     "the variable is never set, so rules depending on it do not apply",
@@ -359,13 +368,14 @@ impl Site<'_> {
                 }
                 x.set("format", f);
                 if h.format.iter().any(|p| matches!(p, Piece::Env(_))) {
-                    self.findings.push(Finding::approximated(
+                    self.findings.push(Finding::approximated(Code::HeaderEnvVariable,
                         h.at,
                         "Header value with %{VAR}e: the variable is read from what SetEnv, SetEnvIf, RewriteRule [E=] and authentication set; the CGI variables Apache's handler adds for PHP (HTTP_HOST, REQUEST_URI, ...) read as (null)".to_string(),
                     ));
                 }
             } else {
                 self.findings.push(Finding::unsupported(
+                    Code::HeaderFormat,
                     h.at,
                     "Header value with %t, %D, %l, %i, %b, %{VAR}s or expr= is not translated".to_string(),
                     "the header is left out",
@@ -393,6 +403,7 @@ impl Site<'_> {
             }
             if matches!(h.action.as_str(), "edit" | "edit*" | "echo" | "note") {
                 self.findings.push(Finding::unsupported(
+                    Code::HeaderAction,
                     h.at,
                     format!("Header {} is not translated", h.action),
                     "the header is left as the response has it",
@@ -455,7 +466,7 @@ impl Site<'_> {
                 fl.set("v", f.value.clone());
                 flags.push(fl);
                 if f.kind == RuleFlagKind::Proxy {
-                    self.findings.push(Finding::unsupported(
+                    self.findings.push(Finding::unsupported(Code::RewriteProxy,
                         r.at,
                         "[P] proxies to a URL computed per request; lighttpd's mod_proxy takes fixed backends".into(),
                         "requests the rule proxies answer 403",
@@ -463,6 +474,7 @@ impl Site<'_> {
                 }
                 if f.kind == RuleFlagKind::Cookie {
                     self.findings.push(Finding::approximated(
+                        Code::RewriteCookie,
                         r.at,
                         "[CO] cookies are not set by the translation".into(),
                     ));
@@ -482,6 +494,7 @@ impl Site<'_> {
                 y.set("novary", c.flags.contains(&CondFlag::NoVary));
                 if host_case_matters(c) {
                     self.findings.push(Finding::approximated(
+                        Code::HostCase,
                         c.at,
                         "lighttpd lower-cases the Host header before anything reads it: this test sees \
                          `EXAMPLE.TEST` as `example.test`, so a client that sends upper-case letters gets \
@@ -500,6 +513,7 @@ impl Site<'_> {
                     }
                     crate::model::rewrite::CondKind::FileLink => {
                         self.findings.push(Finding::approximated(
+                            Code::FileLinkTest,
                             c.at,
                             "-l: lighttpd's stat follows links, so the symbolic links are the ones \
                              found under the document roots at conversion time"
@@ -598,10 +612,12 @@ impl Site<'_> {
                         t.set("expr", v);
                     }
                     "host" | "forward-dns" => self.findings.push(Finding::approximated(
+                        Code::RequireDns,
                         *at,
                         format!("Require {provider} needs DNS; it never grants here (stricter)"),
                     )),
                     "group" | "file-owner" | "file-group" => self.findings.push(Finding::unsupported(
+                        Code::RequireProvider,
                         *at,
                         format!("Require {provider} is not translated"),
                         "no user satisfies it: 401/403",
@@ -903,6 +919,7 @@ impl Site<'_> {
                     }
                     other => {
                         self.findings.push(Finding::unsupported(
+                            Code::RewriteMapType,
                             m.at,
                             format!("RewriteMap {other}: is not translated"),
                             "rules that consult the map answer 403",

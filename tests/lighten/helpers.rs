@@ -50,6 +50,10 @@ pub struct Manifest {
     /// Apache refuses to start on it: every command that converts it exits 2.
     #[serde(default)]
     pub apache_refuses: bool,
+    /// `--listen` values the conversion takes (translation fixtures); default: every
+    /// port on 127.0.0.1:8080.
+    #[serde(default)]
+    pub listen: Vec<String>,
 }
 
 pub struct Fixture {

@@ -29,6 +29,82 @@ fn every_diagnostic_code_has_a_doc_and_a_fixture_that_triggers_it() {
     assert_eq!(fixtures.len(), Code::ALL.len(), "a diagnostics fixture names no code");
 }
 
+/// Every translation finding's code has a section in docs/diagnostics.md and a fixture in
+/// fixtures/translation/<code>/ whose conversion reports it, with the code's fate, in
+/// report.json and report.md alike.
+#[test]
+fn every_translation_code_has_a_doc_and_a_fixture_that_reports_it() {
+    let docs = std::fs::read_to_string("docs/diagnostics.md").expect("docs/diagnostics.md");
+    let (_, translation) =
+        docs.split_once("\n# Translation findings\n").expect("a Translation findings part");
+    let fixtures = fixtures("fixtures/translation");
+    let out = tempfile::tempdir().unwrap();
+    for code in lighten::translate::Code::ALL {
+        let name = code.name();
+        let section = translation
+            .split_once(&format!("\n## {name}\n"))
+            .map(|(_, rest)| rest.split("\n## ").next().unwrap_or(rest))
+            .unwrap_or_else(|| panic!("docs/diagnostics.md has no section for {name}"));
+        // the next step in the same words as report.md's
+        let next = code.next();
+        let next = format!("{}{}", next[..1].to_uppercase(), &next[1..]);
+        assert!(
+            section.contains(&format!("**Next step:** {next}.")),
+            "docs/diagnostics.md, {name}: the next step differs"
+        );
+        assert!(
+            section.starts_with(&format!("\n*{}* — ", code.fate())),
+            "docs/diagnostics.md, {name}: the fate"
+        );
+        let f = fixtures
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("no fixtures/translation/{name}"));
+        let (_, _, cfg, model) = f.load();
+        let listen: Vec<(Option<u16>, String, u16)> = if f.manifest.listen.is_empty() {
+            vec![(None, "127.0.0.1".into(), 8080)]
+        } else {
+            f.manifest.listen.iter().map(|l| listen_of(l)).collect()
+        };
+        let opts = lighten::translate::Options {
+            out_dir: out.path().to_path_buf(),
+            listen,
+            runtime_dir: out.path().join("run"),
+            map_path: Box::new(|p: &str| p.to_string()),
+            php_backend: None,
+            // as verify converts: a stand-in for certificates not on this machine
+            fallback_cert: Some((
+                "/etc/ssl/certs/ssl-cert-snakeoil.pem".into(),
+                "/etc/ssl/private/ssl-cert-snakeoil.key".into(),
+            )),
+            trace: false,
+        };
+        let report = lighten::translate::convert(&model, &cfg, &opts).report;
+        let found: Vec<_> = report.entries.iter().filter(|e| e.fate.code() == Some(*code)).collect();
+        assert!(
+            !found.is_empty(),
+            "fixtures/translation/{name} does not report it; it reports {:?}",
+            report.entries.iter().filter_map(|e| e.fate.code()).map(|c| c.name()).collect::<Vec<_>>()
+        );
+        for e in &found {
+            assert_eq!(e.fate.label(), code.fate(), "{name} at {}", e.at);
+        }
+        assert!(report.to_json().contains(&format!("\"code\": \"{name}\"")), "{name} in report.json");
+        assert!(report.to_markdown().contains(&format!("\n### `{name}`: ")), "{name} in report.md");
+    }
+    assert_eq!(fixtures.len(), lighten::translate::Code::ALL.len(), "a translation fixture names no code");
+}
+
+/// `APACHEPORT=ADDR:PORT` or `ADDR:PORT`, as `--listen` takes it.
+fn listen_of(l: &str) -> (Option<u16>, String, u16) {
+    let (port, addr) = match l.split_once('=') {
+        Some((p, a)) => (Some(p.parse().unwrap()), a),
+        None => (None, l),
+    };
+    let (host, lport) = addr.rsplit_once(':').unwrap();
+    (port, host.to_string(), lport.parse().unwrap())
+}
+
 /// The catalogue was generated from Apache; if Apache is here, it must still agree.
 #[test]
 fn catalogue_agrees_with_the_installed_apache() {

@@ -25,7 +25,7 @@ use crate::diagnostic::Severity;
 use crate::model::{Model, vhost::name_matches};
 use crate::plan::{self, FileChange, Kind};
 use crate::settings::{Origin, Resolved};
-use crate::translate::{Entry, Fate, Report};
+use crate::translate::Report;
 use crate::verify::derive;
 use found::Found;
 use migration::{Check, Migration, either};
@@ -502,6 +502,14 @@ fn indent(line: &str) -> String {
     if line.trim().is_empty() { String::new() } else { format!("   {line}") }
 }
 
+/// `a:1` or `a:1, b:2` or `a:1, b:2 and 3 more places`.
+fn places(p: &[&str]) -> String {
+    match p.len() {
+        0..=2 => p.join(", "),
+        n => format!("{} and {} more places", p[..2].join(", "), n - 2),
+    }
+}
+
 /// Step 3: the approximated and unsupported entries with `file:line`, worst first.
 fn inexact(report: &Report, out_dir: &Path) -> String {
     let mut s = String::new();
@@ -511,9 +519,7 @@ fn inexact(report: &Report, out_dir: &Path) -> String {
     for v in &report.sites {
         s.push_str(&format!("   {}: {} ({})\n", v.site, v.verdict, v.next));
     }
-    let of =
-        |label: &str| -> Vec<&Entry> { report.entries.iter().filter(|e| e.fate.label() == label).collect() };
-    let (unsupported, approximated) = (of("unsupported"), of("approximated"));
+    let (unsupported, approximated) = (report.grouped("unsupported"), report.grouped("approximated"));
     if unsupported.is_empty() && approximated.is_empty() {
         s.push_str("   everything is carried over exactly\n");
         return s;
@@ -526,23 +532,27 @@ fn inexact(report: &Report, out_dir: &Path) -> String {
             continue;
         }
         s.push_str(&format!("   {title}\n"));
-        for e in list.iter().take(LISTED) {
-            let args: String = if e.args.chars().count() > 50 {
-                format!("{}...", e.args.chars().take(50).collect::<String>())
+        // as report.md: one line per finding, with every place it is in
+        for g in list.iter().take(LISTED) {
+            let args: String = if g.args.chars().count() > 50 {
+                format!("{}...", g.args.chars().take(50).collect::<String>())
             } else {
-                e.args.clone()
+                g.args.clone()
             };
-            let why = match &e.fate {
-                Fate::Unsupported { reason, closed } => format!("{reason}; {closed}"),
-                Fate::Approximated { reason } => reason.clone(),
-                _ => String::new(),
-            };
-            s.push_str(&format!("     {}  {} {}: {why}\n", e.at, e.directive, args));
+            let code = g.fate.code().map(|c| format!(" [{c}]")).unwrap_or_default();
+            s.push_str(&format!(
+                "     {}  {} {}: {}{code}\n",
+                places(&g.places),
+                g.directive,
+                args,
+                g.fate.why()
+            ));
         }
         if list.len() > LISTED {
             s.push_str(&format!("     ... and {} more in report.md\n", list.len() - LISTED));
         }
     }
+
     s.push_str(&format!(
         "   every directive and its fate: {} (written with the setup)\n",
         out_dir.join("report.md").display()
