@@ -7,6 +7,7 @@
 //! threads and writes the files.  This module holds only the data and its rendering: it
 //! reads nothing, writes nothing, and starts nothing.
 
+pub mod fallback;
 pub mod shard;
 pub mod summary;
 

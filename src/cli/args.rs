@@ -468,6 +468,11 @@ pub struct BatchArgs {
     /// "refuse"` in the settings file)
     #[arg(long)]
     pub strict: bool,
+    /// The accounts that stay on Apache are served by the Apache kept at this address: the
+    /// combined lighttpd.conf proxies their hosts there over plain HTTP (mod_proxy, with
+    /// X-Forwarded-For) and answers them 503 over TLS
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub fallback_apache: Option<crate::batch::fallback::Backend>,
     #[command(flatten)]
     pub load: LoadArgs,
 }

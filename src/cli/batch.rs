@@ -14,6 +14,7 @@
 use super::args::BatchArgs;
 use super::convert::{check_setup, give_runtime_dir, parse_listen, prepare_model};
 use super::inspect::load_options;
+use crate::batch::fallback::{self, Backend};
 use crate::batch::{Account, Combined, Counts, Failure, Shard, Status, Summary, Worst};
 use crate::config::{self, InputKind, LoadOptions};
 use crate::run::preflight::{Level, Problem};
@@ -38,6 +39,8 @@ struct Settings {
     php: Option<String>,
     /// An inexact account fails (`--strict`, `approximations = "refuse"`).
     strict: bool,
+    /// Where the accounts that stay on Apache are served (`--fallback-apache`).
+    fallback: Option<Backend>,
     jobs: usize,
     shard: Shard,
     dry_run: bool,
@@ -53,6 +56,8 @@ struct Names {
     combined: String,
     markdown: String,
     json: String,
+    /// The Lua answering 503 for kept hosts over TLS (`--fallback-apache`).
+    refusal: String,
 }
 
 impl Names {
@@ -64,11 +69,14 @@ impl Names {
             combined: format!("combined{s}"),
             markdown: format!("batch-summary{s}.md"),
             json: format!("batch-summary{s}.json"),
+            refusal: format!("stays-on-apache{s}.lua"),
         }
     }
 
     fn clashes(&self, domain: &str) -> bool {
-        [&self.conf, &self.combined, &self.markdown, &self.json].iter().any(|n| n.as_str() == domain)
+        [&self.conf, &self.combined, &self.markdown, &self.json, &self.refusal]
+            .iter()
+            .any(|n| n.as_str() == domain)
     }
 }
 
@@ -80,6 +88,8 @@ struct Done {
     /// What keeps the written setup from starting (checked for the combined one only:
     /// `lighttpd -tt` once per account would be most of a large server's run).
     problems: Vec<Problem>,
+    /// The lighttpd modules its lighttpd.conf loads.
+    modules: Vec<String>,
 }
 
 pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
@@ -97,6 +107,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         listen,
         php: settings.php_backend.clone(),
         strict: settings.strict,
+        fallback: a.fallback_apache.clone(),
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
         shard: a.shard.unwrap_or(Shard::ALL),
         dry_run: a.dry_run,
@@ -178,7 +189,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     if let Some(e) = io_error {
         return Err(e.into());
     }
-    let rows: Vec<Account> = rows.into_iter().map(|r| r.expect("every account done")).collect();
+    let mut rows: Vec<Account> = rows.into_iter().map(|r| r.expect("every account done")).collect();
 
     // The accounts that converted, together.
     let converted: Vec<String> =
@@ -186,6 +197,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     let mut top: Vec<(PathBuf, String)> = Vec::new();
     let mut combined_diff = String::new();
     let mut combined_problems: Vec<Problem> = Vec::new();
+    let mut proxied = false;
     let combined = if converted.is_empty() {
         None
     } else {
@@ -196,7 +208,25 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         Some(match c {
             Ok(done) => {
                 combined_problems = done.problems;
-                let conf = combined_conf(&s, &names, converted.len());
+                let mut conf = combined_conf(&s, &names, converted.len());
+                if let Some(backend) = &s.fallback {
+                    // the accounts that stay on Apache, served by it
+                    let kept: Vec<fallback::Kept> = rows
+                        .iter()
+                        .filter(|r| r.status == Status::Failed)
+                        .map(|r| fallback::Kept {
+                            domain: r.domain.clone(),
+                            names: fallback::names(&s.root, &r.domain),
+                            why: r.error.as_ref().map(Failure::line).unwrap_or_default(),
+                        })
+                        .collect();
+                    if !kept.is_empty() {
+                        proxied = true;
+                        let refusal = s.out.join(&names.refusal);
+                        conf.push_str(&fallback::conf(&kept, backend, &refusal, &done.modules));
+                        top.push((PathBuf::from(&names.refusal), fallback::TLS_REFUSAL.to_string()));
+                    }
+                }
                 top.push((PathBuf::from(&names.conf), conf));
                 combined_diff = plan::render(&done.changes, s.color);
                 changes
@@ -225,6 +255,14 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
 
     if let Some(b) = &bar {
         b.finish_and_clear();
+    }
+    if let (true, Some(backend)) = (proxied, &s.fallback) {
+        for r in rows.iter_mut().filter(|r| r.status == Status::Failed) {
+            r.next = format!(
+                "served by the Apache kept at {}:{} (over plain HTTP; 503 over TLS); to move it, fix what stops it and convert again",
+                backend.host, backend.port
+            );
+        }
     }
     stdout.write_all(combined_diff.as_bytes())?;
     let summary =
@@ -262,6 +300,12 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         });
     }
     plan::apply(&s.out, &top)?;
+    if proxied {
+        // the entry point now says more than the combined configuration checked above
+        if let Err(e) = crate::run::lighttpd::check_config(&s.out.join(&names.conf)) {
+            combined_problems.push(Problem { level: Level::Error, at: String::new(), message: e, fix: None });
+        }
+    }
     for p in &combined_problems {
         writeln!(err, "lighten: the combined configuration: {}", p.line())?;
     }
@@ -349,6 +393,12 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         });
     }
     let report = std::mem::take(&mut conv.report);
+    let modules = conv
+        .files
+        .iter()
+        .find(|(rel, _)| rel == Path::new("lighttpd.conf"))
+        .map(|(_, text)| fallback::modules_of(text))
+        .unwrap_or_default();
     let written: Vec<PathBuf> = conv.files.iter().map(|(rel, _)| p.out_dir.join(rel)).collect();
     let files: Vec<(PathBuf, String)> = std::mem::take(&mut conv.files)
         .into_iter()
@@ -366,7 +416,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         }
         Vec::new()
     };
-    Ok(Done { report, changes, problems })
+    Ok(Done { report, changes, problems, modules })
 }
 
 /// `OUT/lighttpd.conf`: the entry point that serves every converted account.

@@ -24,6 +24,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("mod_accesslog", "lighttpd"),
     ("mod_deflate", "lighttpd-mod-deflate"),
     ("mod_openssl", "lighttpd-mod-openssl"),
+    // batch --fallback-apache (src/batch/fallback.rs)
+    ("mod_proxy", "lighttpd"),
 ];
 
 /// The Debian package that provides lighttpd module `name`, when it is one the emitter writes.
@@ -410,7 +412,7 @@ fn vhost_ports(model: &Model, i: Option<usize>, listen_ports: &[u16]) -> Vec<u16
 
 /// Host names as a lighttpd regex on `$HTTP["host"]`: lower case, maybe a trailing dot
 /// and `:port` (the Host as sent, which Apache's name matching ignores).
-fn host_regex(names: &[String]) -> String {
+pub fn host_regex(names: &[String]) -> String {
     let alts: Vec<String> = names
         .iter()
         .map(|n| {

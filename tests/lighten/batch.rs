@@ -19,11 +19,16 @@ const CYCLE: &str = "d150.example";
 /// with Plesk's generated httpd.conf (reduced to what routing needs) including the
 /// admin's vhost.conf, and the document root with WordPress + WP Super Cache's files.
 fn generate(root: &Path) {
+    generate_n(root, ACCOUNTS)
+}
+
+/// [`generate`] with `accounts` accounts (the broken ones among them when there are enough).
+fn generate_n(root: &Path, accounts: usize) {
     let wp =
         std::fs::read_to_string("fixtures/plesk/var/www/vhosts/shop.example/httpdocs/.htaccess").unwrap();
     let cache =
         std::fs::read_to_string("fixtures/wp-super-cache/var/www/html/wp-content/cache/.htaccess").unwrap();
-    for i in 0..ACCOUNTS {
+    for i in 0..accounts {
         let d = format!("d{i:03}.example");
         let conf = root.join(format!("var/www/vhosts/system/{d}/conf"));
         let docroot = root.join(format!("var/www/vhosts/{d}/httpdocs"));
@@ -253,4 +258,93 @@ fn two_shards_cover_every_account_once() {
     let all: BTreeSet<String> = (0..ACCOUNTS).map(|i| format!("d{i:03}.example")).collect();
     assert_eq!(seen, all, "the shards together are the server");
     assert!(!out.join("batch-summary.json").exists(), "a shard writes only its own summary");
+}
+
+/// `--fallback-apache`: an account that stays on Apache (under `--strict`, its `Header echo`
+/// does not translate) is answered by a real Apache behind the combined lighttpd, with the
+/// Host as sent and the client's address in X-Forwarded-For; the other accounts by lighttpd
+/// itself, as Apache answers them; over TLS the kept host would be refused, and plain-HTTP
+/// is what the test can reach.
+#[test]
+fn an_account_that_stays_on_apache_is_served_by_it_through_the_combined_lighttpd() {
+    use lighten::run::{apache, http, lighttpd, sandbox};
+    if !crate::helpers::servers_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    crate::helpers::set_mode(dir.path(), 0o755);
+    let tree = dir.path().join("server");
+    generate_n(&tree, 3);
+    const KEPT: &str = "d001.example";
+    std::fs::write(
+        tree.join(format!("var/www/vhosts/system/{KEPT}/conf/vhost.conf")),
+        "Header echo ^X-(Echo|Forwarded-For)\n",
+    )
+    .unwrap();
+    for i in 0..3 {
+        let d = format!("d{i:03}.example");
+        std::fs::write(tree.join(format!("var/www/vhosts/{d}/httpdocs/page.html")), format!("<p>{d}</p>\n"))
+            .unwrap();
+    }
+
+    // Apache on the whole server (its own sandboxed copy), the fallback's backend.
+    let root = tree.join("var/www/vhosts");
+    let load =
+        lighten::config::LoadOptions { sysroot: lighten::source::Sysroot::at(&tree), ..Default::default() };
+    let cfg = lighten::config::load(&root, &load).unwrap();
+    let sb = sandbox::Sandbox::new("lighten-fallback-test-").unwrap();
+    let a = apache::start(&cfg, &sb, &apache::ApacheOptions { php_echo: true, rewrite_trace: None }).unwrap();
+    let aport = a.port_for(80).expect("Apache on port 80's stand-in");
+
+    let out = dir.path().join("out");
+    let lport = sandbox::free_port().unwrap();
+    let (listen, backend) = (format!("127.0.0.1:{lport}"), format!("127.0.0.1:{aport}"));
+    let r = batch(&tree, &out, &["--strict", "--fallback-apache", &backend, "--listen", &listen]);
+    assert_eq!(r.code, 2, "the kept account failed under --strict: {}", r.stderr);
+    let s = summary(&out.join("batch-summary.json"));
+    let kept = s["accounts"].as_array().unwrap().iter().find(|a| a["domain"] == KEPT).unwrap();
+    assert_eq!(kept["verdict"], "stays on Apache", "{kept:#}");
+    assert!(
+        kept["next"].as_str().unwrap().starts_with(&format!("served by the Apache kept at {backend}")),
+        "{kept:#}"
+    );
+    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert!(conf.contains("proxy.server"), "{conf}");
+    lighttpd::check_config(&out.join("lighttpd.conf")).unwrap();
+
+    let lsb = sandbox::Sandbox::new("lighten-fallback-lighttpd-").unwrap();
+    let _l = lighttpd::start(&out.join("lighttpd.conf"), &lsb, lport).unwrap();
+    let ask = |port: u16, host: &str, path: &str| {
+        let headers =
+            vec![("Host".to_string(), host.to_string()), ("X-Echo-Test".to_string(), "yes".to_string())];
+        http::send(([127, 0, 0, 1], port).into(), "GET", path, &headers, b"").unwrap()
+    };
+    for host in [KEPT, "www.d001.example", "D001.example:80"] {
+        let (viaproxy, apache) = (ask(lport, host, "/page.html"), ask(aport, host, "/page.html"));
+        assert_eq!((viaproxy.status, &viaproxy.body), (apache.status, &apache.body), "{host}");
+        assert_eq!(viaproxy.body, b"<p>d001.example</p>\n", "{host}");
+        // only the kept account's Apache vhost echoes the header: Apache chose it by the Host sent
+        assert_eq!(viaproxy.header("X-Echo-Test"), Some("yes"), "{host}: {:?}", viaproxy.headers);
+        assert!(viaproxy.header("X-Echo-Test").is_some() && apache.header("X-Echo-Test").is_some());
+    }
+    // the client's address reaches Apache in X-Forwarded-For (what mod_remoteip takes);
+    // Apache echoes it back, and asked directly it has none to echo
+    let (viaproxy, direct) = (ask(lport, KEPT, "/page.html"), ask(aport, KEPT, "/page.html"));
+    assert_eq!(viaproxy.header("X-Forwarded-For"), Some("127.0.0.1"), "{:?}", viaproxy.headers);
+    assert_eq!(direct.header("X-Forwarded-For"), None);
+    // a client's own X-Forwarded-For stays to the left of the address lighttpd saw, where
+    // mod_remoteip (trusting only lighttpd) does not take it from
+    let headers =
+        vec![("Host".to_string(), KEPT.to_string()), ("X-Forwarded-For".to_string(), "10.9.9.9".to_string())];
+    let spoofed = http::send(([127, 0, 0, 1], lport).into(), "GET", "/page.html", &headers, b"").unwrap();
+    let xff = spoofed.header_joined("X-Forwarded-For").unwrap_or_default();
+    assert!(xff.ends_with("127.0.0.1"), "X-Forwarded-For as Apache got it: {xff:?}");
+    lighttpd::check_lua(&out.join("stays-on-apache.lua")).unwrap();
+    // a converted account is lighttpd's own answer, the same as Apache's
+    for d in ["d000.example", "d002.example"] {
+        let (l, ap) = (ask(lport, d, "/page.html"), ask(aport, d, "/page.html"));
+        assert_eq!((l.status, &l.body), (ap.status, &ap.body), "{d}");
+        assert_eq!(l.body, format!("<p>{d}</p>\n").into_bytes(), "{d}");
+        assert_eq!(l.header("X-Echo-Test"), None, "{d} is not the kept account");
+    }
 }
