@@ -45,7 +45,8 @@ pub struct Kept {
 /// The names of account `domain` under the vhosts root `root`: the domain, `www.` of it, and
 /// every ServerName / ServerAlias of its `conf/*.conf` files (lower case, without a port).
 pub fn names(root: &Path, domain: &str) -> Vec<String> {
-    let mut out = vec![domain.to_ascii_lowercase(), format!("www.{}", domain.to_ascii_lowercase())];
+    let d = domain.to_ascii_lowercase();
+    let mut out = if plain(&d) { vec![d.clone(), format!("www.{d}")] } else { Vec::new() };
     let conf = root.join("system").join(domain).join("conf");
     let mut files: Vec<_> = std::fs::read_dir(&conf)
         .into_iter()
@@ -74,8 +75,7 @@ pub fn names(root: &Path, domain: &str) -> Vec<String> {
                     _ => w,
                 };
                 let name = name.trim_end_matches('.');
-                let plain = name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.*?_".contains(&b));
-                if !name.is_empty() && plain && !out.iter().any(|o| o == name) {
+                if !name.is_empty() && plain(name) && !out.iter().any(|o| o == name) {
                     out.push(name.to_string());
                 }
             }
@@ -84,48 +84,82 @@ pub fn names(root: &Path, domain: &str) -> Vec<String> {
     out
 }
 
-/// The lines the combined lighttpd.conf ends with: mod_proxy for the kept accounts' hosts
-/// over plain HTTP, 503 over TLS (`tls_refusal`, a Lua file answering 503).
+/// A host name (or a wildcard of one) that may go into a lighttpd regex as it is.
+fn plain(name: &str) -> bool {
+    name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-.*?_".contains(&b))
+}
+
+/// The lines the combined lighttpd.conf ends with. Apache decides, through mod_proxy over
+/// plain HTTP (503 over TLS: `tls_refusal`, a Lua file), every request whose Host is none of
+/// the `converted` accounts' names (`ServerName`s and `ServerAlias`es of the combined
+/// model) and every request whose Host is one of the kept accounts' names: so a name of a
+/// kept account the text scan missed, a request without Host, and a kept default vhost
+/// are all Apache's to answer, never another account's. Sending more to Apache is always
+/// faithful (it has every account); the converted side keeps only the names that are its
+/// own and no kept account's.
+///
 /// `modules` are those the combined configuration loads: what its default host may set for
 /// every request (PHP's FastCGI, a password, request headers, compression) is undone for
-/// the kept hosts, so that their answers are Apache's alone.
-pub fn conf(kept: &[Kept], backend: &Backend, tls_refusal: &Path, modules: &[String]) -> String {
+/// these requests, so that their answers are Apache's alone.
+pub fn conf(
+    kept: &[Kept],
+    converted: &[String],
+    backend: &Backend,
+    tls_refusal: &Path,
+    modules: &[String],
+) -> String {
     if kept.is_empty() {
         return String::new();
     }
-    let all: Vec<String> = kept.iter().flat_map(|k| k.names.iter().cloned()).collect();
-    let host = crate::translate::conf::host_regex(&all);
+    let kept_names: Vec<String> = kept.iter().flat_map(|k| k.names.iter().cloned()).collect();
     // lighttpd's strings keep a backslash as it is (the regex's `\.`); only `"` is escaped
     let q = |s: &str| format!("\"{}\"", s.replace('"', "\\\""));
-    let mut out = String::from(
-        "\n# Accounts that stay on Apache (batch-summary.md says why): over plain HTTP their hosts go\n\
-         # to the Apache kept on the backend port, with the Host as sent and the client's address in\n\
-         # X-Forwarded-For (that Apache needs mod_remoteip trusting it, or its Require ip and\n\
-         # Allow/Deny rules see lighttpd's address); over TLS they answer 503 (mod_proxy speaks\n\
-         # plain HTTP to the backend, which would answer with its port-80 virtual host).\n",
-    );
-    for k in kept {
-        out.push_str(&format!("#   {}: {}\n", k.domain, k.why.replace('\n', " ")));
-    }
-    out.push_str("server.modules += ( \"mod_proxy\" )\n");
-    out.push_str(&format!("$HTTP[\"host\"] =~ {} {{\n", q(&host)));
-    out.push_str("  magnet.attract-physical-path-to = ( )\n  magnet.attract-response-start-to = ( )\n");
+    let mut body = String::new();
+    body.push_str("  magnet.attract-physical-path-to = ( )\n  magnet.attract-response-start-to = ( )\n");
     for (module, reset) in RESETS {
         if modules.iter().any(|m| m == module) {
-            out.push_str(&format!("  {reset} = ( )\n"));
+            body.push_str(&format!("  {reset} = ( )\n"));
         }
     }
-    out.push_str("  $HTTP[\"scheme\"] == \"http\" {\n");
-    out.push_str(&format!(
+    body.push_str("  $HTTP[\"scheme\"] == \"http\" {\n");
+    body.push_str(&format!(
         "    proxy.server = ( \"\" => ( ( \"host\" => {}, \"port\" => {} ) ) )\n",
         q(&backend.host),
         backend.port
     ));
-    out.push_str("    proxy.forwarded = ( \"for\" => 1, \"proto\" => 1 )\n  }\n");
-    out.push_str("  else {\n");
-    out.push_str(&format!("    magnet.attract-raw-url-to = ( {} )\n", q(&tls_refusal.display().to_string())));
-    out.push_str("  }\n}\n");
+    body.push_str("    proxy.forwarded = ( \"for\" => 1, \"proto\" => 1 )\n  }\n");
+    body.push_str("  else {\n");
+    body.push_str(&format!(
+        "    magnet.attract-raw-url-to = ( {} )\n",
+        q(&tls_refusal.display().to_string())
+    ));
+    body.push_str("  }\n");
+    let mut out = String::from(
+        "\n# Accounts that stay on Apache (batch-summary.md says why). Apache decides every request\n\
+         # for a Host that is no converted account's name, and for every kept account's name: over\n\
+         # plain HTTP it goes to the Apache kept on the backend port (which must hold the whole\n\
+         # original configuration), with the Host as sent and the client's address appended to\n\
+         # X-Forwarded-For (that Apache needs mod_remoteip trusting only lighttpd, or its Require ip\n\
+         # and Allow/Deny rules see lighttpd's address); over TLS it answers 503 (mod_proxy speaks\n\
+         # plain HTTP to the backend, which would answer with its port-80 virtual host).\n",
+    );
+    for k in kept {
+        out.push_str(&format!("#   {}: {}\n", printable(&k.domain), printable(&k.why)));
+    }
+    out.push_str("server.modules += ( \"mod_proxy\" )\n");
+    if !converted.is_empty() {
+        let theirs = crate::translate::conf::host_regex(converted);
+        out.push_str(&format!("$HTTP[\"host\"] !~ {} {{\n{body}}}\n", q(&theirs)));
+    }
+    let host = crate::translate::conf::host_regex(&kept_names);
+    out.push_str(&format!("$HTTP[\"host\"] =~ {} {{\n{body}}}\n", q(&host)));
     out
+}
+
+/// `s` for a one-line comment of lighttpd.conf: every control character (lighttpd also
+/// ends a comment at a carriage return) as a space.
+fn printable(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 /// What a host block of the combined configuration may set, by module: undone for kept hosts.
@@ -196,8 +230,10 @@ mod tests {
         }];
         let modules = modules_of("server.modules = ( \"mod_access\", \"mod_magnet\", \"mod_fastcgi\" )\n");
         assert_eq!(modules, ["mod_access", "mod_magnet", "mod_fastcgi"]);
-        let c =
-            conf(&kept, &"127.0.0.1:8081".parse().unwrap(), Path::new("/o/stays-on-apache.lua"), &modules);
+        let converted = vec!["a.example".to_string()];
+        let backend: Backend = "127.0.0.1:8081".parse().unwrap();
+        let c = conf(&kept, &converted, &backend, Path::new("/o/stays-on-apache.lua"), &modules);
+        assert!(c.contains(r#"$HTTP["host"] !~ "^(?:a\.example)\.?(?::[0-9]+)?$" {"#), "{c}");
         assert!(c.contains("  fastcgi.server = ( )\n") && !c.contains("auth.require"), "{c}");
         assert!(
             c.contains(r#"$HTTP["host"] =~ "^(?:shop\.example|www\.shop\.example|ipv4\.shop\.example|.*\.shop-alias\.example|other\.example)\.?(?::[0-9]+)?$""#),
@@ -208,6 +244,22 @@ mod tests {
             "{c}"
         );
         assert!(c.contains("magnet.attract-raw-url-to = ( \"/o/stays-on-apache.lua\" )"), "{c}");
-        assert_eq!(conf(&[], &"127.0.0.1:8081".parse().unwrap(), Path::new("/o/x.lua"), &modules), "");
+        assert_eq!(
+            conf(&[], &converted, &"127.0.0.1:8081".parse().unwrap(), Path::new("/o/x.lua"), &modules),
+            ""
+        );
+        // a comment ends at a carriage return too: no control character reaches one
+        let evil = vec![Kept {
+            domain: "e\rserver.tag = \"x\"".into(),
+            names: names(dir.path(), "e\rx"),
+            why: "Header echo '^X\rinclude_shell \"id\"\r#'".into(),
+        }];
+        assert!(evil[0].names.is_empty(), "a domain that is no host name gives no name");
+        let c = conf(&evil, &converted, &"127.0.0.1:8081".parse().unwrap(), Path::new("/o/x.lua"), &modules);
+        assert!(
+            !c.contains('\r')
+                && c.lines().filter(|l| l.contains("include_shell")).all(|l| l.starts_with('#')),
+            "{c}"
+        );
     }
 }

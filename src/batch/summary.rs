@@ -258,7 +258,13 @@ pub struct Summary {
     pub combined: Option<Combined>,
     /// In domain order.
     pub accounts: Vec<Account>,
+    /// `--fallback-apache`: the Apache the failed accounts stay on (`ADDR:PORT`), when the
+    /// combined configuration sends them there; else `null`.
+    pub fallback: Option<String>,
 }
+
+/// What the Apache kept behind lighttpd needs, in its own words.
+pub const REMOTEIP: &str = "RemoteIPHeader X-Forwarded-For\nRemoteIPInternalProxy 127.0.0.1";
 
 impl Summary {
     pub fn new(
@@ -299,6 +305,7 @@ impl Summary {
             exit_status,
             combined,
             accounts,
+            fallback: None,
         }
     }
 
@@ -362,6 +369,16 @@ impl Summary {
             for a in failed {
                 let line = a.error.as_ref().map(Failure::line).unwrap_or_default();
                 out.push_str(&format!("- {}: {}\n", a.domain, cell(&line)));
+            }
+            if let Some(f) = &self.fallback {
+                out.push_str(&format!(
+                    "\nThese stay on the Apache at {f}: lighttpd sends it every request for their names, \
+                     and for any name no converted account has, over plain HTTP (503 over TLS). That \
+                     Apache must hold the whole original configuration and take the client's address \
+                     from lighttpd (mod_remoteip; use lighttpd's address to it when not on loopback), or \
+                     its `Require ip`, `Allow` and `Deny` rules see lighttpd's address instead:\n\n\
+                     ```apache\n{REMOTEIP}\n```\n"
+                ));
             }
         }
         out.push_str("\n## Accounts\n\n");

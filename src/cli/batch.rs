@@ -90,6 +90,8 @@ struct Done {
     problems: Vec<Problem>,
     /// The lighttpd modules its lighttpd.conf loads.
     modules: Vec<String>,
+    /// Every ServerName and ServerAlias of its virtual hosts.
+    names: Vec<String>,
 }
 
 pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
@@ -223,7 +225,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
                     if !kept.is_empty() {
                         proxied = true;
                         let refusal = s.out.join(&names.refusal);
-                        conf.push_str(&fallback::conf(&kept, backend, &refusal, &done.modules));
+                        conf.push_str(&fallback::conf(&kept, &done.names, backend, &refusal, &done.modules));
                         top.push((PathBuf::from(&names.refusal), fallback::TLS_REFUSAL.to_string()));
                     }
                 }
@@ -265,8 +267,11 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         }
     }
     stdout.write_all(combined_diff.as_bytes())?;
-    let summary =
+    let mut summary =
         Summary::new(s.root_shown.clone(), server_config, s.shard, input.domains.len(), rows, combined);
+    if let (true, Some(b)) = (proxied, &s.fallback) {
+        summary.fallback = Some(format!("{}:{}", b.host, b.port));
+    }
     top.push((PathBuf::from(&names.markdown), summary.to_markdown()));
     top.push((PathBuf::from(&names.json), summary.to_json()));
 
@@ -274,6 +279,15 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     for r in summary.accounts.iter().filter(|r| r.status == Status::Failed) {
         let line = r.error.as_ref().map(Failure::line).unwrap_or_default();
         writeln!(err, "lighten: {} failed: {line}", r.domain)?;
+    }
+    if let Some(f) = &summary.fallback {
+        writeln!(
+            err,
+            "lighten: note: the accounts that stay on Apache are sent to {f}; that Apache must take the \
+             client's address from lighttpd (mod_remoteip: {}), or its Require ip and Allow/Deny rules \
+             see lighttpd's address",
+            crate::batch::summary::REMOTEIP.replace('\n', "; ")
+        )?;
     }
     if let Some(Combined { error: Some(f), .. }) = &summary.combined {
         writeln!(err, "lighten: the combined configuration failed: {}", f.line())?;
@@ -374,6 +388,8 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
     }
     let p = prepare_model(&cfg, &model, &s.out.join(folder), &s.listen, None, s.php.as_deref())
         .map_err(|e| Failure::other(format!("{e:#}")))?;
+    let names: Vec<String> =
+        model.vhosts.iter().flat_map(|v| v.server_name.iter().chain(v.aliases.iter()).cloned()).collect();
     drop(model);
     drop(cfg);
     // Paths relative to the output folder, so diffs and backups name the account.
@@ -416,7 +432,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         }
         Vec::new()
     };
-    Ok(Done { report, changes, problems, modules })
+    Ok(Done { report, changes, problems, modules, names })
 }
 
 /// `OUT/lighttpd.conf`: the entry point that serves every converted account.
