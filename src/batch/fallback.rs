@@ -144,7 +144,11 @@ pub fn conf(
          # plain HTTP to the backend, which would answer with its port-80 virtual host).\n",
     );
     for k in kept {
-        out.push_str(&format!("#   {}: {}\n", printable(&k.domain), printable(&k.why)));
+        out.push_str(&format!(
+            "#   {}: {}\n",
+            crate::translate::conf::comment(&k.domain),
+            crate::translate::conf::comment(&k.why)
+        ));
     }
     out.push_str("server.modules += ( \"mod_proxy\" )\n");
     if !converted.is_empty() {
@@ -154,12 +158,6 @@ pub fn conf(
     let host = crate::translate::conf::host_regex(&kept_names);
     out.push_str(&format!("$HTTP[\"host\"] =~ {} {{\n{body}}}\n", q(&host)));
     out
-}
-
-/// `s` for a one-line comment of lighttpd.conf: every control character (lighttpd also
-/// ends a comment at a carriage return) as a space.
-fn printable(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 /// What a host block of the combined configuration may set, by module: undone for kept hosts.

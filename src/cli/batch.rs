@@ -386,7 +386,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
     if let Some(f) = Failure::of(&cfg.sources, &diags) {
         return Err(f);
     }
-    let p = prepare_model(&cfg, &model, &s.out.join(folder), &s.listen, None, s.php.as_deref())
+    let p = prepare_model(&cfg, &model, &s.out.join(folder), &s.listen, None, s.php.as_deref(), true)
         .map_err(|e| Failure::other(format!("{e:#}")))?;
     let names: Vec<String> =
         model.vhosts.iter().flat_map(|v| v.server_name.iter().chain(v.aliases.iter()).cloned()).collect();

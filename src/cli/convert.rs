@@ -32,7 +32,9 @@ pub fn load_sites(
 
 /// Converts a loaded and modelled configuration for `out` (absolute paths in the output
 /// point there), with PHP sent to `php_backend` (a socket path or HOST:PORT) when given
-/// instead of the backend the configuration names.
+/// instead of the backend the configuration names; for the server itself (`for_server`: its
+/// access logs where Apache writes them, when no --sysroot says the files are a copy) or for
+/// a sandbox that only checks the output (every log in its runtime folder).
 pub fn prepare_model(
     cfg: &config::Config,
     model: &model::Model,
@@ -40,6 +42,7 @@ pub fn prepare_model(
     listen: &[String],
     runtime_dir: Option<&Path>,
     php_backend: Option<&str>,
+    for_server: bool,
 ) -> anyhow::Result<Prepared> {
     let out_dir = absolute(out)?;
     let runtime_dir = match runtime_dir {
@@ -73,6 +76,8 @@ pub fn prepare_model(
         php_backend: php_backend.map(|b| b.strip_prefix("unix:").unwrap_or(b).to_string()),
         fallback_cert: None,
         trace: std::env::var_os("LIGHTEN_LUA_TRACE").is_some(),
+        // a copy's log paths are not this server's: logs go to the runtime folder then
+        apache_log_paths: for_server && cfg.sysroot.root().is_none(),
     };
     let conv = translate::convert(model, cfg, &topts);
     Ok(Prepared { conv, out_dir, runtime_dir })
@@ -101,7 +106,7 @@ pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i
     let opts = load_options(&a.load);
     let Site { out, listen, runtime_dir, php, strict } = site(settings)?;
     let (cfg, model) = load_sites(&a.config, &opts, &a.site.vhosts, color)?;
-    let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref())?;
+    let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref(), true)?;
     let (mut conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
     let watch = watch_command(&WatchLine {
         load: &a.load,

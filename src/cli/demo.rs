@@ -68,6 +68,7 @@ pub fn run(a: DemoArgs, color: bool) -> anyhow::Result<i32> {
         php_backend: None,
         fallback_cert: None,
         trace: false,
+        apache_log_paths: false,
     };
     let conv = translate::convert(&model, &cfg, &topts);
     output::write_files(&out_dir, &conv.files)?;

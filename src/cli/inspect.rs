@@ -51,9 +51,17 @@ pub fn run(a: InspectArgs, color: bool) -> anyhow::Result<i32> {
         // counts and words as report.md, convert and batch.
         // (not for a configuration Apache would refuse: convert stops there too)
         let fates = if code < 2 {
-            super::convert::prepare_model(&config, &model, Path::new("lighten-inspect"), &[], None, None)
-                .ok()
-                .map(|p| p.conv.report)
+            super::convert::prepare_model(
+                &config,
+                &model,
+                Path::new("lighten-inspect"),
+                &[],
+                None,
+                None,
+                false,
+            )
+            .ok()
+            .map(|p| p.conv.report)
         } else {
             None
         };

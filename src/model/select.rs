@@ -118,6 +118,7 @@ mod tests {
             php_backend: None,
             fallback_cert: None,
             trace: false,
+            apache_log_paths: false,
         };
         let conv = crate::translate::convert(&model, &cfg, &opts);
         let conf = &conv.files.iter().find(|(p, _)| p == &PathBuf::from("lighttpd.conf")).unwrap().1;

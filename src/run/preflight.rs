@@ -329,6 +329,10 @@ fn need_problem(n: &Need, me: &Identity, server: &Identity) -> Option<Problem> {
             let fix = (n.path == "/usr/bin/php-cgi").then(|| "apt-get install php-cgi".to_string());
             Problem::error(&n.at, format!("{what}: {e}"), fix)
         }),
+        // Opened at startup, before lighttpd drops privileges.
+        NeedKind::LogFolder => {
+            me.may(path, "wx").err().map(|e| Problem::error(&n.at, format!("{what}: {e}"), None))
+        }
         NeedKind::DocumentRoot => {
             let problem = match std::fs::metadata(path) {
                 Ok(m) if !m.is_dir() => Some(format!("{} is not a folder", n.path)),

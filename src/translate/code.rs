@@ -48,8 +48,10 @@ codes! {
         "check the directive's module: if it changes answers, keep the site on Apache; lighttpd leaves it out";
     NoEffect = "no-effect", "ignored", "a directive that does not change how requests are answered, or that lighttpd sets its own way",
         "nothing: answers do not change; set lighttpd's own equivalent if you tuned this one";
-    OwnLogs = "own-logs", "noted", "log files and formats: lighttpd keeps its own error and access logs",
-        "point your log tools at lighttpd's logs (accesslog.filename, server.errorlog)";
+    OwnLogs = "own-logs", "noted", "error logs: lighttpd keeps one, for the whole server",
+        "point your log tools at lighttpd's error log (server.errorlog)";
+    LogFormat = "log-format", "approximated", "an access log lighttpd writes differently",
+        "check the fields named against your log tools, or change the LogFormat in Apache and convert again";
     // Listening.
     ListenUncovered = "listen-uncovered", "unsupported", "--listen covers none of Apache's ports",
         "pass --listen APACHEPORT=ADDR:PORT for each port Apache listens on, then convert again";

@@ -97,8 +97,26 @@ pub fn hosts(model: &Model) -> Vec<Option<usize>> {
 
 /// A lighttpd string: its tokenizer knows only `\"`; other backslashes stay as written
 /// (so regexes keep theirs).
+/// `s` as a lighttpd string. lighttpd ends a string at the end of its line and reads `\"`
+/// as a quote whatever comes before it, so a value cannot hold a line break or end in a
+/// backslash: control characters become spaces, and a backslash before a quote or at the
+/// end is left out (an AuthName `x\` would otherwise leave the string open and stop the
+/// whole server from starting).
 fn q(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\\\""))
+    let mut v: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    while v.ends_with('\\') {
+        v.pop();
+    }
+    while v.contains("\\\"") {
+        v = v.replace("\\\"", "\"");
+    }
+    format!("\"{}\"", v.replace('"', "\\\""))
+}
+
+/// `s` for a one-line comment: lighttpd also ends a comment at a carriage return, so no
+/// control character may reach one (Apache's text would otherwise become configuration).
+pub fn comment(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 fn lua_dir(opts: &Options) -> String {
@@ -387,7 +405,7 @@ fn follow_symlink_lines(site: &Site, n: usize, indent: &str, cfg: &Config) -> St
         "{indent}# Options that refuse symbolic links or compare owners ({}):\n\
          {indent}# lighttpd refuses every link; the Lua hands it the targets of those Apache follows\n\
          {indent}server.follow-symlink = \"disable\"\n",
-        from.join(", ")
+        comment(&from.join(", "))
     )
 }
 
@@ -408,6 +426,94 @@ fn vhost_ports(model: &Model, i: Option<usize>, listen_ports: &[u16]) -> Vec<u16
             ports
         }
     }
+}
+
+/// The first port Apache listens on (its canonical port for `%p` when nothing says more).
+fn main_port(model: &Model) -> u16 {
+    model.server.settings.host().listen.first().map(|l| l.port).unwrap_or(80)
+}
+
+/// `accesslog.filename` and `accesslog.format` for the main server (`host` None) or a
+/// vhost's own CustomLog, indented for a host block; `None` when it has none of its own
+/// (a vhost then logs where the main server does, as in Apache).
+#[allow(clippy::too_many_arguments)]
+fn access_log(
+    model: &Model,
+    cfg: &Config,
+    host: Option<usize>,
+    port: u16,
+    opts: &Options,
+    rt: &str,
+    findings: &mut Vec<Finding>,
+    need: &dyn Fn(NeedKind, &str, Option<Span>),
+) -> Option<String> {
+    let main = model.server.settings.host();
+    let (own, formats_here, name) = match host {
+        None => (
+            main.custom_logs.iter().collect::<Vec<_>>(),
+            &main.log_formats,
+            main.server_name.as_ref().map(|n| n.value.clone()),
+        ),
+        Some(i) => {
+            let v = &model.vhosts[i];
+            let here = v.scope.settings.host();
+            let inherited: Vec<Span> = main.custom_logs.iter().map(|l| l.at).collect();
+            let own: Vec<_> = here.custom_logs.iter().filter(|l| !inherited.contains(&l.at)).collect();
+            (own, &here.log_formats, v.server_name.clone())
+        }
+    };
+    let log = own.first()?;
+    // a nickname of this scope or the server's, else the format itself (TransferLog: the
+    // last format without a nickname, else Common Log Format)
+    let nicknamed = |n: &str| {
+        formats_here.iter().chain(main.log_formats.iter()).rev().find(|f| f.nickname.as_deref() == Some(n))
+    };
+    let apache_format = if log.format.is_empty() {
+        formats_here
+            .iter()
+            .chain(main.log_formats.iter())
+            .rev()
+            .find(|f| f.nickname.is_none())
+            .map(|f| f.format.clone())
+            .unwrap_or_else(|| "%h %l %u %t \"%r\" %>s %b".to_string())
+    } else {
+        nicknamed(&log.format).map(|f| f.format.clone()).unwrap_or_else(|| log.format.clone())
+    };
+    let name = name.unwrap_or_else(|| "localhost".to_string());
+    let f = super::logs::format(&apache_format, &name, port);
+    let mut lost = f.lost.clone();
+    if let Some(c) = &log.condition {
+        lost.push(format!("the condition {c}: lighttpd writes every request"));
+    }
+    // lighten's stand-in defaults name no file of this server
+    let apache_paths = opts.apache_log_paths && !cfg.sources.line_ref(log.at).starts_with("<lighten:");
+    let file = super::logs::place(&log.target, rt, apache_paths);
+    if !apache_paths && !log.target.starts_with('/') && !log.target.starts_with('|') {
+        lost.push(format!("{} is relative to ServerRoot: written under the runtime folder", log.target));
+    }
+    if !lost.is_empty() {
+        findings.push(Finding::approximated(Code::LogFormat, log.at, lost.join("; ")));
+    }
+    for other in own.iter().skip(1) {
+        findings.push(Finding::approximated(
+            Code::LogFormat,
+            other.at,
+            format!("lighttpd writes one access log per host: {} is not written", other.target),
+        ));
+    }
+    if apache_paths
+        && file.starts_with('/')
+        && let Some(dir) = std::path::Path::new(&file).parent()
+    {
+        need(NeedKind::LogFolder, &dir.to_string_lossy(), Some(log.at));
+    }
+    Some(format!(
+        "    # access log: {} {}\n    accesslog.filename = {}\n    accesslog.format = {}\n",
+        comment(&log.target),
+        comment(if log.format.is_empty() { "(TransferLog)" } else { log.format.as_str() }),
+        q(&file),
+        q(&f.lighttpd)
+    ))
 }
 
 /// Host names as a lighttpd regex on `$HTTP["host"]`: lower case, maybe a trailing dot
@@ -442,7 +548,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         needs.borrow_mut().push(Need { kind, path: path.to_string(), at });
     };
     let mut out = String::new();
-    let _ = writeln!(out, "# Generated by lighten from {}", cfg.input.path);
+    let _ = writeln!(out, "# Generated by lighten from {}", comment(&cfg.input.path));
     let _ = writeln!(out, "# Run: lighttpd -D -f {}", opts.out_dir.join("lighttpd.conf").display());
     let compiled = site.tiers.iter().filter(|t| t.is_ok()).count();
     let how = if compiled == site.tiers.len() && compiled > 0 {
@@ -530,7 +636,12 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let rt = opts.runtime_dir.to_string_lossy().into_owned();
     let _ = writeln!(out, "server.pid-file = {}", q(&format!("{rt}/lighttpd.pid")));
     let _ = writeln!(out, "server.errorlog = {}", q(&format!("{rt}/error.log")));
-    let _ = writeln!(out, "accesslog.filename = {}", q(&format!("{rt}/access.log")));
+    match access_log(model, cfg, None, main_port(model), opts, &rt, &mut findings, &need) {
+        Some(lines) => out.push_str(&lines.replace("\n    ", "\n").trim_start().replace("    #", "#")),
+        None => {
+            let _ = writeln!(out, "accesslog.filename = {}", q(&format!("{rt}/access.log")));
+        }
+    }
     let (user, group) = run_as(model);
     if let Some(u) = user {
         let _ = writeln!(out, "server.username = {}", q(&u.value));
@@ -680,15 +791,20 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             };
             let auth =
                 auth_block(model, h, &docroot_apache(model, h), opts, &mut auth_findings.borrow_mut(), &need);
+            let log = match h {
+                Some(_) => access_log(model, cfg, h, port, opts, &rt, &mut auth_findings.borrow_mut(), &need)
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
             format!(
-                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n{}{links}{php}{auth}",
+                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n{}{links}{php}{auth}{log}",
                 match h {
-                    Some(i) => format!(
+                    Some(i) => comment(&format!(
                         "vhost {} ({}){}",
                         model.vhosts[i].server_name.as_deref().unwrap_or("no name"),
                         cfg.sources.line_ref(model.vhosts[i].scope.at),
                         tier_note(site, n + 1)
-                    ),
+                    )),
                     None => format!("the main server{}", tier_note(site, n + 1)),
                 },
                 q(&docroot),
@@ -719,8 +835,8 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                     let _ = writeln!(
                         out,
                         "  # vhost {} ({}) is never chosen here: an earlier vhost has the same names",
-                        model.vhosts[i].server_name.as_deref().unwrap_or("no name"),
-                        cfg.sources.line_ref(model.vhosts[i].scope.at)
+                        comment(model.vhosts[i].server_name.as_deref().unwrap_or("no name")),
+                        comment(&cfg.sources.line_ref(model.vhosts[i].scope.at))
                     );
                 }
                 continue;
@@ -1317,6 +1433,19 @@ pub fn deflate_types(model: &Model, findings: &mut Vec<Finding>) -> Vec<String> 
 
 #[cfg(test)]
 mod tests {
+    use super::{comment, q};
+
+    #[test]
+    fn no_apache_text_ends_a_string_or_a_comment_early() {
+        // lighttpd ends a string at its line's end and takes `\"` as a quote; a comment
+        // ends at a carriage return as well as at a line feed
+        assert_eq!(q("realm\\"), "\"realm\"");
+        assert_eq!(q("a\\\"b"), "\"a\\\"b\"");
+        assert_eq!(q("a\rinclude_shell \"id\"\nb"), "\"a include_shell \\\"id\\\" b\"");
+        assert_eq!(q("C:\\path\\x"), "\"C:\\path\\x\"");
+        assert_eq!(comment("x\rserver.tag = 1\n#"), "x server.tag = 1 #");
+    }
+
     use super::cidr;
 
     #[test]

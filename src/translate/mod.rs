@@ -16,6 +16,7 @@ pub mod compile;
 pub mod conf;
 pub mod expr;
 pub mod links;
+pub mod logs;
 pub mod lua;
 pub mod report;
 pub mod site;
@@ -48,6 +49,9 @@ pub struct Options {
     pub fallback_cert: Option<(String, String)>,
     /// Make the runtime write every step it takes to lighttpd's error log.
     pub trace: bool,
+    /// Access logs go where Apache writes them (a conversion for the server itself, no
+    /// --sysroot); otherwise into the runtime folder, named after Apache's files.
+    pub apache_log_paths: bool,
 }
 
 /// What a conversion produces.
@@ -81,6 +85,7 @@ pub enum NeedKind {
     Socket,
     Program,
     DocumentRoot,
+    LogFolder,
 }
 
 impl NeedKind {
@@ -92,6 +97,7 @@ impl NeedKind {
             NeedKind::Socket => "PHP FastCGI socket",
             NeedKind::Program => "program",
             NeedKind::DocumentRoot => "document root",
+            NeedKind::LogFolder => "access log folder",
         }
     }
 }

@@ -543,10 +543,14 @@ fn carried(
                 }
             };
         }
-        "ErrorLog" | "CustomLog" | "TransferLog" | "LogFormat" => {
+        // access logs are written as Apache writes them (conf.rs reports what differs)
+        "CustomLog" | "TransferLog" | "LogFormat" => return Fate::Exact,
+        "ErrorLog" => {
             return Fate::Noted {
                 code: Code::OwnLogs,
-                reason: "lighttpd keeps its own error and access logs, in its own formats".into(),
+                reason:
+                    "lighttpd keeps one error log for the whole server (server.errorlog), in its own format"
+                        .into(),
             };
         }
         "SuexecUserGroup" => {

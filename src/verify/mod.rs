@@ -159,6 +159,8 @@ pub fn launch(
         php_backend: a.php.as_ref().map(|p| format!("127.0.0.1:{}", p.port)),
         fallback_cert: Some((cert.0.display().to_string(), cert.1.display().to_string())),
         trace: opts.lua_trace,
+        // the sandbox's logs stay in the sandbox
+        apache_log_paths: false,
     };
     let mut conv = translate::convert(model, cfg, &topts);
     // lighttpd holds an answer to a wrong password back for a second (against guessing);

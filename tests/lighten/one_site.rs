@@ -135,3 +135,62 @@ fn batch_converts_only_the_accounts_named() {
         out.stderr
     );
 }
+
+/// A vhost's own access log is written by lighttpd in its Apache format (Plesk's
+/// `plesklog`, from the server-wide LogFormat): the same line as Apache's for the same
+/// request, but for the time and the bytes sent (headers differ between any two servers).
+#[test]
+fn a_vhosts_access_log_is_written_in_its_apache_format() {
+    if !servers_present() {
+        return;
+    }
+    let (tmp, root) = open_copy("plesk");
+    let requests = tmp.path().join("requests.txt");
+    std::fs::write(
+        &requests,
+        "GET http://shop.example/robots.txt?a=1 | User-Agent: lighten-log-test | Referer: http://r.example/\n",
+    )
+    .unwrap();
+    let (sysroot, vhosts) = (root.to_str().unwrap().to_string(), root.join("var/www/vhosts"));
+    let out = lighten(&[
+        "verify",
+        "--sysroot",
+        &sysroot,
+        vhosts.to_str().unwrap(),
+        "--vhost",
+        "shop.example",
+        "--requests",
+        requests.to_str().unwrap(),
+        "--keep",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let kept =
+        out.stdout.lines().find_map(|l| l.strip_prefix("sandbox kept at ")).expect("--keep says where");
+    let kept = std::path::PathBuf::from(kept.trim());
+    let read = |p: std::path::PathBuf| {
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    let apache = read(kept.join("logs/access.log"));
+    let lighttpd = read(kept.join("lighttpd/run/access-var_www_vhosts_system_shop.example_logs_access_log"));
+    // `[time]` and the byte count after the status set aside
+    let masked = |line: &str| -> String {
+        let (head, rest) = line.split_once(" [").unwrap();
+        let (_, rest) = rest.split_once("] ").unwrap();
+        let mut w: Vec<&str> = rest.split(' ').collect();
+        let status_at = w.iter().position(|x| x.ends_with("HTTP/1.1\"")).unwrap() + 1;
+        w[status_at + 1] = "BYTES";
+        format!("{head} [TIME] {}", w.join(" "))
+    };
+    let a = apache.lines().next().expect("Apache logged the request");
+    assert_eq!(
+        masked(a),
+        "127.0.0.1 - - [TIME] \"GET /robots.txt?a=1 HTTP/1.1\" 200 BYTES \"http://r.example/\" \"lighten-log-test\""
+    );
+    // verify sends each request twice to lighttpd (its decision cache must answer alike)
+    let l: Vec<&str> = lighttpd.lines().collect();
+    assert_eq!(l.len(), 2, "{lighttpd}");
+    for line in l {
+        assert_eq!(masked(line), masked(a), "lighttpd's line\n{line}\nApache's\n{a}");
+    }
+    std::fs::remove_dir_all(&kept).unwrap();
+}

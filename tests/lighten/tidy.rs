@@ -78,6 +78,7 @@ fn every_translation_code_has_a_doc_and_a_fixture_that_reports_it() {
                 "/etc/ssl/private/ssl-cert-snakeoil.key".into(),
             )),
             trace: false,
+            apache_log_paths: false,
         };
         let report = lighten::translate::convert(&model, &cfg, &opts).report;
         let found: Vec<_> = report.entries.iter().filter(|e| e.fate.code() == Some(*code)).collect();

@@ -202,6 +202,7 @@ impl Job {
             &self.listen,
             Some(&self.runtime_dir),
             self.php.as_deref(),
+            true,
         );
         let conv = match prepared {
             Ok(p) => p.conv,
@@ -375,6 +376,7 @@ impl Job {
             Some((c, m)) => (c, m),
             None => (cfg, model),
         };
+        // a sandbox: its probes are logged in its own folder, never in the site's logs
         let p = super::convert::prepare_model(
             cfg,
             model,
@@ -382,6 +384,7 @@ impl Job {
             &[format!("127.0.0.1:{port}")],
             Some(&out.join("run")),
             self.php.as_deref(),
+            false,
         )
         .map_err(|e| fail(&e))?;
         crate::output::write_files(&out, &p.conv.files).map_err(|e| fail(&e))?;

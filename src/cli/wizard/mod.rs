@@ -125,6 +125,7 @@ fn wizard(a: WizardArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         &listen,
         settings.runtime_dir.as_deref(),
         settings.php_backend.as_deref(),
+        true,
     )?;
     // The services that run it and keep it in step, for the sites picked by name (a site
     // without a ServerName cannot be named: then every site is kept in step).
