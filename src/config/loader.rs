@@ -315,7 +315,16 @@ impl<'a> Reader<'a> {
                 }
             }
             "loadmodule" => {
-                if let (Some(id), Some(path)) = (item.arg(0), item.arg(1)) {
+                if let Some(id) = item.arg(0).filter(|id| super::modules::Modules::is_built_in_id(id)) {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::BadArgument,
+                            item.args[0].span,
+                            format!("module {id} is built-in and can't be loaded"),
+                        )
+                        .with_help("Apache refuses to start: remove the LoadModule line (the module is always there)"),
+                    );
+                } else if let (Some(id), Some(path)) = (item.arg(0), item.arg(1)) {
                     let path = join(&self.server_root, path);
                     Arc::make_mut(&mut self.modules).load(id, &path);
                 }

@@ -78,6 +78,12 @@ impl Modules {
         &self.loaded
     }
 
+    /// Whether `id` (`log_config_module`) is compiled into Apache: `LoadModule` of it is an
+    /// error there ("module log_config_module is built-in and can't be loaded").
+    pub fn is_built_in_id(id: &str) -> bool {
+        BUILT_IN.iter().any(|(_, i)| *i == id)
+    }
+
     pub fn is_built_in(file: &str) -> bool {
         BUILT_IN.iter().any(|(f, _)| *f == file)
     }
