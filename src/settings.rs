@@ -80,22 +80,14 @@ pub struct Given {
     pub warmup: Option<f64>,
 }
 
-/// Where a resolved value came from, for messages that name it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    Flag,
-    /// The settings file.
-    File(PathBuf),
-    Default,
-}
-
 /// Every setting, decided once: the flag, else the settings file, else the default.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resolved {
     /// The output folder; `None` when neither a flag nor the file gives one (commands that
     /// need it say so: [`Resolved::out`]).
     pub out: Option<PathBuf>,
-    pub out_origin: Origin,
+    /// Whether `out` is the command line's (`--out`) rather than the file's.
+    pub out_given: bool,
     /// `APACHEPORT=ADDR:PORT` or `ADDR:PORT`, as `--listen` takes them.
     pub listen: Vec<String>,
     pub runtime_dir: Option<PathBuf>,
@@ -106,8 +98,6 @@ pub struct Resolved {
     pub repeat: usize,
     /// Warm-up before each measured round.
     pub warmup: Duration,
-    /// The settings file used, if any.
-    pub source: Option<PathBuf>,
 }
 
 impl Resolved {
@@ -122,15 +112,10 @@ impl Resolved {
 impl Settings {
     /// `given` over this file over the defaults.
     pub fn resolve(&self, given: Given) -> Resolved {
-        let file = || self.source.clone().map_or(Origin::Default, Origin::File);
-        let (out, out_origin) = match (given.out, &self.out) {
-            (Some(o), _) => (Some(o), Origin::Flag),
-            (None, Some(o)) => (Some(o.clone()), file()),
-            (None, None) => (None, Origin::Default),
-        };
+        let out_given = given.out.is_some();
         Resolved {
-            out,
-            out_origin,
+            out: given.out.or_else(|| self.out.clone()),
+            out_given,
             listen: if given.listen.is_empty() {
                 self.listen.clone().unwrap_or_default()
             } else {
@@ -141,7 +126,6 @@ impl Settings {
             strict: given.strict || self.approximations == Some(Policy::Refuse),
             repeat: given.repeat.or(self.bench.repeat).unwrap_or(3).max(1),
             warmup: Duration::from_secs_f64(given.warmup.or(self.bench.warmup).unwrap_or(1.0).max(0.0)),
-            source: self.source.clone(),
         }
     }
 }
@@ -268,7 +252,7 @@ mod tests {
         // nothing on the command line: every value is the file's
         let r = file.resolve(Given::default());
         assert_eq!(r.out.as_deref(), Some(Path::new("/srv/out")));
-        assert_eq!(r.out_origin, Origin::File(PathBuf::from("/etc/lighten/lighten.toml")));
+        assert!(!r.out_given, "the file's, not the command line's");
         assert_eq!(r.listen, ["80=0.0.0.0:8080"]);
         assert_eq!(r.runtime_dir.as_deref(), Some(Path::new("/run/l")));
         assert_eq!(r.php_backend.as_deref(), Some("unix:/run/php.sock"));
@@ -285,7 +269,7 @@ mod tests {
             warmup: Some(0.0),
         };
         let r = file.resolve(given);
-        assert_eq!((r.out.as_deref(), &r.out_origin), (Some(Path::new("/tmp/o")), &Origin::Flag));
+        assert_eq!((r.out.as_deref(), r.out_given), (Some(Path::new("/tmp/o")), true));
         assert_eq!(r.listen, ["127.0.0.1:9"]);
         assert_eq!(r.runtime_dir.as_deref(), Some(Path::new("/tmp/r")));
         assert_eq!(r.php_backend.as_deref(), Some("127.0.0.1:9000"));
@@ -293,7 +277,7 @@ mod tests {
         assert_eq!((r.repeat, r.warmup), (1, Duration::ZERO));
         // neither: the defaults, and the missing --out said so
         let r = Settings::default().resolve(Given::default());
-        assert_eq!((r.out.clone(), r.out_origin.clone(), r.strict), (None, Origin::Default, false));
+        assert_eq!((r.out.clone(), r.out_given, r.strict), (None, false, false));
         assert_eq!((r.repeat, r.warmup), (3, Duration::from_secs(1)));
         assert!(r.listen.is_empty() && r.php_backend.is_none() && r.runtime_dir.is_none());
         assert!(r.out().unwrap_err().to_string().starts_with("--out is needed"));

@@ -19,6 +19,17 @@ pub struct Backend {
     pub port: u16,
 }
 
+impl std::fmt::Display for Backend {
+    /// As `--fallback-apache` takes it: `127.0.0.1:8081`, `[::1]:8081`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
 impl std::str::FromStr for Backend {
     type Err = String;
 
@@ -193,6 +204,9 @@ mod tests {
     fn a_backend_is_an_address_and_a_port() {
         assert_eq!("127.0.0.1:8081".parse(), Ok(Backend { host: "127.0.0.1".into(), port: 8081 }));
         assert_eq!("[::1]:8081".parse(), Ok(Backend { host: "::1".into(), port: 8081 }));
+        for shown in ["127.0.0.1:8081", "[::1]:8081"] {
+            assert_eq!(shown.parse::<Backend>().unwrap().to_string(), shown);
+        }
         for bad in ["8081", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:99999", ":80", "a\"b:80"] {
             assert!(bad.parse::<Backend>().is_err(), "{bad}");
         }

@@ -9,7 +9,7 @@
 use super::Shard;
 use crate::diagnostic::Diagnostic;
 use crate::source::SourceMap;
-use crate::translate::{Fate, Report, SiteVerdict};
+use crate::translate::{Report, SiteVerdict};
 use serde::Serialize;
 
 /// What became of one account.
@@ -81,17 +81,11 @@ pub struct Worst {
 
 impl Worst {
     pub fn of(report: &Report) -> Option<Worst> {
-        let rank = |f: &Fate| match f {
-            Fate::Exact => 0,
-            Fate::Noted { .. } | Fate::Ignored { .. } => 1,
-            Fate::Approximated { .. } => 2,
-            Fate::Unsupported { .. } => 3,
-        };
         let e = report
             .entries
             .iter()
-            .filter(|e| rank(&e.fate) > 0)
-            .min_by_key(|e| (std::cmp::Reverse(rank(&e.fate)), e.at.starts_with("<lighten:")))?;
+            .filter(|e| e.fate.rank() > 0)
+            .min_by_key(|e| (std::cmp::Reverse(e.fate.rank()), e.at.starts_with("<lighten:")))?;
         Some(Worst::from(e))
     }
 
@@ -430,7 +424,7 @@ fn cell(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::Entry;
+    use crate::translate::{Entry, Fate};
     use std::collections::BTreeMap;
 
     fn report(domain: &str, fates: &[(&str, Fate)]) -> Report {

@@ -199,7 +199,8 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     let mut top: Vec<(PathBuf, String)> = Vec::new();
     let mut combined_diff = String::new();
     let mut combined_problems: Vec<Problem> = Vec::new();
-    let mut proxied = false;
+    // the Apache the failed accounts are sent to, once the combined configuration does
+    let mut proxied: Option<&Backend> = None;
     let combined = if converted.is_empty() {
         None
     } else {
@@ -223,7 +224,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
                         })
                         .collect();
                     if !kept.is_empty() {
-                        proxied = true;
+                        proxied = Some(backend);
                         let refusal = s.out.join(&names.refusal);
                         conf.push_str(&fallback::conf(&kept, &done.names, backend, &refusal, &done.modules));
                         top.push((PathBuf::from(&names.refusal), fallback::TLS_REFUSAL.to_string()));
@@ -258,20 +259,17 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    if let (true, Some(backend)) = (proxied, &s.fallback) {
+    if let Some(backend) = proxied {
         for r in rows.iter_mut().filter(|r| r.status == Status::Failed) {
             r.next = format!(
-                "served by the Apache kept at {}:{} (over plain HTTP; 503 over TLS); to move it, fix what stops it and convert again",
-                backend.host, backend.port
+                "served by the Apache kept at {backend} (over plain HTTP; 503 over TLS); to move it, fix what stops it and convert again"
             );
         }
     }
     stdout.write_all(combined_diff.as_bytes())?;
     let mut summary =
         Summary::new(s.root_shown.clone(), server_config, s.shard, input.domains.len(), rows, combined);
-    if let (true, Some(b)) = (proxied, &s.fallback) {
-        summary.fallback = Some(format!("{}:{}", b.host, b.port));
-    }
+    summary.fallback = proxied.map(Backend::to_string);
     top.push((PathBuf::from(&names.markdown), summary.to_markdown()));
     top.push((PathBuf::from(&names.json), summary.to_json()));
 
@@ -314,7 +312,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         });
     }
     plan::apply(&s.out, &top)?;
-    if proxied {
+    if proxied.is_some() {
         // the entry point now says more than the combined configuration checked above
         if let Err(e) = crate::run::lighttpd::check_config(&s.out.join(&names.conf)) {
             combined_problems.push(Problem { level: Level::Error, at: String::new(), message: e, fix: None });

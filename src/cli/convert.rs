@@ -83,38 +83,20 @@ pub fn prepare_model(
     Ok(Prepared { conv, out_dir, runtime_dir })
 }
 
-/// The settings a site's conversion takes, resolved (flags first, then the settings file).
-pub struct Site {
-    pub out: PathBuf,
-    pub listen: Vec<String>,
-    pub runtime_dir: Option<PathBuf>,
-    pub php: Option<String>,
-    pub strict: bool,
-}
-
-pub fn site(settings: &Resolved) -> anyhow::Result<Site> {
-    Ok(Site {
-        out: settings.out()?.to_path_buf(),
-        listen: settings.listen.clone(),
-        runtime_dir: settings.runtime_dir.clone(),
-        php: settings.php_backend.clone(),
-        strict: settings.strict,
-    })
-}
-
 pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
     let opts = load_options(&a.load);
-    let Site { out, listen, runtime_dir, php, strict } = site(settings)?;
+    let (out, listen, strict) = (settings.out()?, &settings.listen, settings.strict);
+    let (runtime_dir, php) = (settings.runtime_dir.as_deref(), settings.php_backend.as_deref());
     let (cfg, model) = load_sites(&a.config, &opts, &a.site.vhosts, color)?;
-    let p = prepare_model(&cfg, &model, &out, &listen, runtime_dir.as_deref(), php.as_deref(), true)?;
+    let p = prepare_model(&cfg, &model, out, listen, runtime_dir, php, true)?;
     let (mut conv, out_dir, runtime_dir) = (p.conv, p.out_dir, p.runtime_dir);
     let watch = watch_command(&WatchLine {
         load: &a.load,
         config: &a.config,
         out_dir: &out_dir,
         runtime_dir: &runtime_dir,
-        listen: &listen,
-        php: php.as_deref(),
+        listen,
+        php,
         vhosts: &a.site.vhosts,
         strict,
     })?;

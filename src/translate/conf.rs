@@ -95,11 +95,10 @@ pub fn hosts(model: &Model) -> Vec<Option<usize>> {
     (0..model.vhosts.len()).map(Some).chain(std::iter::once(None)).collect()
 }
 
-/// A lighttpd string: its tokenizer knows only `\"`; other backslashes stay as written
-/// (so regexes keep theirs).
-/// `s` as a lighttpd string. lighttpd ends a string at the end of its line and reads `\"`
-/// as a quote whatever comes before it, so a value cannot hold a line break or end in a
-/// backslash: control characters become spaces, and a backslash before a quote or at the
+/// `s` as a lighttpd string. Its tokenizer knows only `\"`; other backslashes stay as
+/// written (so regexes keep theirs). It ends a string at the end of its line and reads
+/// `\"` as a quote whatever comes before it, so a value cannot hold a line break or end in
+/// a backslash: control characters become spaces, and a backslash before a quote or at the
 /// end is left out (an AuthName `x\` would otherwise leave the string open and stop the
 /// whole server from starting).
 fn q(s: &str) -> String {
@@ -434,8 +433,8 @@ fn main_port(model: &Model) -> u16 {
 }
 
 /// `accesslog.filename` and `accesslog.format` for the main server (`host` None) or a
-/// vhost's own CustomLog, indented for a host block; `None` when it has none of its own
-/// (a vhost then logs where the main server does, as in Apache).
+/// vhost's own CustomLog, each line starting with `indent`; `None` when it has none of its
+/// own (a vhost then logs where the main server does, as in Apache).
 #[allow(clippy::too_many_arguments)]
 fn access_log(
     model: &Model,
@@ -444,6 +443,7 @@ fn access_log(
     port: u16,
     opts: &Options,
     rt: &str,
+    indent: &str,
     findings: &mut Vec<Finding>,
     need: &dyn Fn(NeedKind, &str, Option<Span>),
 ) -> Option<String> {
@@ -463,21 +463,20 @@ fn access_log(
         }
     };
     let log = own.first()?;
-    // a nickname of this scope or the server's, else the format itself (TransferLog: the
-    // last format without a nickname, else Common Log Format)
-    let nicknamed = |n: &str| {
-        formats_here.iter().chain(main.log_formats.iter()).rev().find(|f| f.nickname.as_deref() == Some(n))
-    };
+    // a nickname of this scope or the server's (the last defined wins), else the format
+    // itself; TransferLog: the last format without a nickname, else Common Log Format
+    let formats: Vec<_> = formats_here.iter().chain(main.log_formats.iter()).rev().collect();
     let apache_format = if log.format.is_empty() {
-        formats_here
+        formats
             .iter()
-            .chain(main.log_formats.iter())
-            .rev()
             .find(|f| f.nickname.is_none())
             .map(|f| f.format.clone())
             .unwrap_or_else(|| "%h %l %u %t \"%r\" %>s %b".to_string())
     } else {
-        nicknamed(&log.format).map(|f| f.format.clone()).unwrap_or_else(|| log.format.clone())
+        formats
+            .iter()
+            .find(|f| f.nickname.as_deref() == Some(log.format.as_str()))
+            .map_or_else(|| log.format.clone(), |f| f.format.clone())
     };
     let name = name.unwrap_or_else(|| "localhost".to_string());
     let f = super::logs::format(&apache_format, &name, port);
@@ -508,7 +507,7 @@ fn access_log(
         need(NeedKind::LogFolder, &dir.to_string_lossy(), Some(log.at));
     }
     Some(format!(
-        "    # access log: {} {}\n    accesslog.filename = {}\n    accesslog.format = {}\n",
+        "{indent}# access log: {} {}\n{indent}accesslog.filename = {}\n{indent}accesslog.format = {}\n",
         comment(&log.target),
         comment(if log.format.is_empty() { "(TransferLog)" } else { log.format.as_str() }),
         q(&file),
@@ -636,8 +635,8 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let rt = opts.runtime_dir.to_string_lossy().into_owned();
     let _ = writeln!(out, "server.pid-file = {}", q(&format!("{rt}/lighttpd.pid")));
     let _ = writeln!(out, "server.errorlog = {}", q(&format!("{rt}/error.log")));
-    match access_log(model, cfg, None, main_port(model), opts, &rt, &mut findings, &need) {
-        Some(lines) => out.push_str(&lines.replace("\n    ", "\n").trim_start().replace("    #", "#")),
+    match access_log(model, cfg, None, main_port(model), opts, &rt, "", &mut findings, &need) {
+        Some(lines) => out.push_str(&lines),
         None => {
             let _ = writeln!(out, "accesslog.filename = {}", q(&format!("{rt}/access.log")));
         }
@@ -792,8 +791,10 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             let auth =
                 auth_block(model, h, &docroot_apache(model, h), opts, &mut auth_findings.borrow_mut(), &need);
             let log = match h {
-                Some(_) => access_log(model, cfg, h, port, opts, &rt, &mut auth_findings.borrow_mut(), &need)
-                    .unwrap_or_default(),
+                Some(_) => {
+                    access_log(model, cfg, h, port, opts, &rt, "    ", &mut auth_findings.borrow_mut(), &need)
+                        .unwrap_or_default()
+                }
                 None => String::new(),
             };
             format!(

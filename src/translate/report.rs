@@ -212,10 +212,10 @@ impl Report {
             } else {
                 e.args.clone()
             };
-            match index.get(&(e.directive.as_str(), args.clone(), &e.fate)) {
-                Some(&k) => groups[k].places.push(&e.at),
-                None => {
-                    index.insert((e.directive.as_str(), args.clone(), &e.fate), groups.len());
+            match index.entry((e.directive.as_str(), args.clone(), &e.fate)) {
+                std::collections::btree_map::Entry::Occupied(k) => groups[*k.get()].places.push(&e.at),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(groups.len());
                     groups.push(Group { places: vec![&e.at], directive: &e.directive, args, fate: &e.fate });
                 }
             }

@@ -63,9 +63,8 @@ struct Step {
 }
 
 pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
-    let site = super::convert::site(settings)?;
-    let out_dir = absolute(&site.out)?;
-    let runtime_dir = match &site.runtime_dir {
+    let out_dir = absolute(settings.out()?)?;
+    let runtime_dir = match &settings.runtime_dir {
         Some(d) => absolute(d)?,
         None => out_dir.join("run"),
     };
@@ -73,10 +72,10 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         config: a.config.clone(),
         load: load_options(&a.load),
         out_dir,
-        listen: site.listen,
+        listen: settings.listen.clone(),
         runtime_dir,
-        php: site.php,
-        strict: site.strict,
+        php: settings.php_backend.clone(),
+        strict: settings.strict,
         color,
         json: a.json,
         luac: which("luac5.4"),

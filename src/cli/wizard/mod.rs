@@ -24,7 +24,7 @@ use crate::config::{self, Config, InputKind, LoadOptions};
 use crate::diagnostic::Severity;
 use crate::model::{Model, vhost::name_matches};
 use crate::plan::{self, FileChange, Kind};
-use crate::settings::{Origin, Resolved};
+use crate::settings::Resolved;
 use crate::translate::Report;
 use crate::verify::derive;
 use found::Found;
@@ -418,7 +418,7 @@ fn ask_sites(a: &WizardArgs, sites: &[Site], prompt: &Prompt) -> anyhow::Result<
 }
 
 fn ask_out(a: &WizardArgs, settings: &Resolved, sysroot: bool, prompt: &Prompt) -> anyhow::Result<PathBuf> {
-    if let (Some(o), Origin::Flag) = (&settings.out, &settings.out_origin) {
+    if let (Some(o), true) = (&settings.out, settings.out_given) {
         println!("   output folder: {} (--out)", o.display());
         return Ok(o.clone());
     }
