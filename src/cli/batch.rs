@@ -92,6 +92,8 @@ struct Done {
     modules: Vec<String>,
     /// Every ServerName and ServerAlias of its virtual hosts.
     names: Vec<String>,
+    /// It has php-fpm pools (PHP as each account's user), run by its php-fpm.conf.
+    fpm: bool,
 }
 
 pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> anyhow::Result<i32> {
@@ -201,6 +203,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     let mut combined_problems: Vec<Problem> = Vec::new();
     // the Apache the failed accounts are sent to, once the combined configuration does
     let mut proxied: Option<&Backend> = None;
+    let mut combined_fpm = false;
     let combined = if converted.is_empty() {
         None
     } else {
@@ -211,6 +214,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         Some(match c {
             Ok(done) => {
                 combined_problems = done.problems;
+                combined_fpm = done.fpm;
                 let mut conf = combined_conf(&s, &names, converted.len());
                 if let Some(backend) = &s.fallback {
                     // the accounts that stay on Apache, served by it
@@ -327,12 +331,21 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     } else {
         writeln!(stdout, "wrote {}: {} accounts ({counts})", s.out.display(), t.accounts)?;
         if let Some(c) = summary.combined.as_ref().filter(|c| c.status != Status::Failed && starts) {
-            writeln!(
-                stdout,
-                "run them all: lighttpd -D -f {} ({} accounts)",
-                s.out.join(&c.config).display(),
-                c.accounts
-            )?;
+            let lighttpd = format!(
+                "lighttpd -D -f {}",
+                super::wizard::quote(&s.out.join(&c.config).display().to_string())
+            );
+            let run = if combined_fpm {
+                let master = s.out.join(&names.combined).join(crate::translate::fpm::MASTER);
+                format!(
+                    "{} -y {} && {lighttpd}",
+                    crate::translate::fpm::binary(),
+                    super::wizard::quote(&master.display().to_string())
+                )
+            } else {
+                lighttpd
+            };
+            writeln!(stdout, "run them all: {run} ({} accounts)", c.accounts)?;
         }
         writeln!(stdout, "summary: {}", s.out.join(&names.markdown).display())?;
     }
@@ -407,6 +420,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         });
     }
     let report = std::mem::take(&mut conv.report);
+    let fpm = !conv.pools.is_empty();
     let modules = conv
         .files
         .iter()
@@ -430,7 +444,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         }
         Vec::new()
     };
-    Ok(Done { report, changes, problems, modules, names })
+    Ok(Done { report, changes, problems, modules, names, fpm })
 }
 
 /// `OUT/lighttpd.conf`: the entry point that serves every converted account.

@@ -100,7 +100,8 @@ pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i
         vhosts: &a.site.vhosts,
         strict,
     })?;
-    conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch, &std::env::current_dir()?));
+    let fpm = !conv.pools.is_empty();
+    conv.files.extend(super::service::units(&out_dir, &runtime_dir, &watch, &std::env::current_dir()?, fpm));
     if strict && conv.report.inexact() {
         eprintln!("lighten: --strict: some directives are approximated or unsupported; nothing written");
         for e in conv.report.inexact_entries() {
@@ -134,13 +135,17 @@ pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i
         let counts: Vec<String> = conv.report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
         if !problems.iter().any(|p| p.level == Level::Error) {
-            writeln!(stdout, "run: lighttpd -D -f {}", out_dir.join("lighttpd.conf").display())?;
+            writeln!(stdout, "run: {}", super::service::run_line(&out_dir, fpm))?;
             writeln!(stdout, "keep it in step with .htaccess edits: {}", in_here(&a, &shell_line(&watch))?)?;
+            let units = if fpm {
+                format!("{} {}", super::service::FPM_UNIT, super::service::WATCH_UNIT)
+            } else {
+                super::service::WATCH_UNIT.to_string()
+            };
             writeln!(
                 stdout,
-                "as services (root): {} && systemctl enable --now {}",
+                "as services (root): {} && systemctl enable --now {units}",
                 super::service::install_command(&out_dir),
-                super::service::WATCH_UNIT
             )?;
         }
         writeln!(stdout, "report: {}", out_dir.join("report.md").display())?;

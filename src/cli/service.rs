@@ -14,17 +14,27 @@ const LIGHTTPD: &str = "/usr/sbin/lighttpd";
 pub const DIR: &str = "systemd";
 pub const WATCH_UNIT: &str = "lighten-watch.service";
 pub const DROP_IN: &str = "lighttpd.service.d/lighten.conf";
+pub const FPM_UNIT: &str = "lighten-php-fpm.service";
 
 /// The unit files, relative to the output folder. `watch` is the `lighten watch`
 /// command line (program first).
-/// `cwd` is the folder the paths in `watch` are relative to.
-pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String], cwd: &Path) -> Vec<(PathBuf, String)> {
+/// `cwd` is the folder the paths in `watch` are relative to.  `fpm`: the conversion has
+/// php-fpm pools (`php-fpm.conf`), which `lighten-php-fpm.service` runs before lighttpd.
+pub fn units(
+    out_dir: &Path,
+    runtime_dir: &Path,
+    watch: &[String],
+    cwd: &Path,
+    fpm: bool,
+) -> Vec<(PathBuf, String)> {
     let conf = out_dir.join("lighttpd.conf");
     let conf = exec_word(&conf.display().to_string());
     let install = install_command(out_dir);
+    let wants = if fpm { format!("[Unit]\nWants={FPM_UNIT}\nAfter={FPM_UNIT}\n\n") } else { String::new() };
     let drop_in = format!(
         "# Debian's lighttpd.service running the conversion in {out} (written by lighten convert).\n\
          # Install: {install}\n\
+         {wants}\
          [Service]\n\
          PIDFile={pid}\n\
          ExecStartPre=\n\
@@ -58,7 +68,52 @@ pub fn units(out_dir: &Path, runtime_dir: &Path, watch: &[String], cwd: &Path) -
         cmd = exec.join(" "),
         cwd = unit_value(&cwd.display().to_string()),
     );
-    vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)]
+    let mut units =
+        vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)];
+    if fpm {
+        let fpm_conf = exec_word(&out_dir.join(crate::translate::fpm::MASTER).display().to_string());
+        let bin = crate::translate::fpm::binary();
+        units.push((
+            Path::new(DIR).join(FPM_UNIT),
+            format!(
+                "# php-fpm for the sites of {out} whose PHP Apache ran as their own user (SuexecUserGroup):\n\
+                 # one pool each in php-fpm/, started as root, each pool's PHP as its user.\n\
+                 # Written by lighten convert. Install: {install}\n\
+                 # (lighttpd.service, through its drop-in, starts it first)\n\
+                 [Unit]\n\
+                 Description=php-fpm for {desc}\n\
+                 Before=lighttpd.service\n\
+                 \n\
+                 [Service]\n\
+                 Type=simple\n\
+                 ExecStartPre={bin} -t -y {fpm_conf}\n\
+                 ExecStart={bin} --nodaemonize -y {fpm_conf}\n\
+                 ExecReload=/bin/kill -USR2 $MAINPID\n\
+                 Restart=on-failure\n\
+                 \n\
+                 [Install]\n\
+                 WantedBy=multi-user.target\n",
+                out = out_dir.display(),
+                desc = unit_value(&out_dir.display().to_string()),
+            ),
+        ));
+    }
+    units
+}
+
+/// The shell line that starts a conversion by hand: php-fpm first when it has pools.
+pub fn run_line(out_dir: &Path, fpm: bool) -> String {
+    let q = |p: PathBuf| super::wizard::quote(&p.display().to_string());
+    let lighttpd = format!("lighttpd -D -f {}", q(out_dir.join("lighttpd.conf")));
+    if fpm {
+        format!(
+            "{} -y {} && {lighttpd}",
+            crate::translate::fpm::binary(),
+            q(out_dir.join(crate::translate::fpm::MASTER))
+        )
+    } else {
+        lighttpd
+    }
 }
 
 /// The command that installs the units (as root), printed, never run.

@@ -326,9 +326,30 @@ fn need_problem(n: &Need, me: &Identity, server: &Identity) -> Option<Problem> {
             })
         }
         NeedKind::Program => server.may(path, "x").err().map(|e| {
-            let fix = (n.path == "/usr/bin/php-cgi").then(|| "apt-get install php-cgi".to_string());
+            let fix = if n.path == "/usr/bin/php-cgi" {
+                Some("apt-get install php-cgi".to_string())
+            } else if n.path.starts_with("/usr/sbin/php-fpm") {
+                Some("apt-get install php-fpm".to_string())
+            } else {
+                None
+            };
             Problem::error(&n.at, format!("{what}: {e}"), fix)
         }),
+        // php-fpm starts the pool's workers as this user (as root; as anyone else, as them)
+        NeedKind::PoolUser => {
+            if !me.is_root() {
+                // (php-fpm started by a normal user runs every pool as that user)
+                return None;
+            }
+            let (user, group) = n.path.split_once(':').unwrap_or((&n.path, ""));
+            Identity::user(user, Some(group).filter(|g| !g.is_empty())).err().map(|e| {
+                Problem::warning(
+                    &n.at,
+                    format!("{what} {}: {e}: php-fpm does not start, and PHP requests answer 503", n.path),
+                    Some("run the conversion on the server whose accounts these are".into()),
+                )
+            })
+        }
         // Opened at startup, before lighttpd drops privileges.
         NeedKind::LogFolder => {
             me.may(path, "wx").err().map(|e| Problem::error(&n.at, format!("{what}: {e}"), None))

@@ -73,7 +73,7 @@ codes! {
     ListingLook = "listing-look", "approximated", "directory listing settings: lighttpd's listing has its own look",
         "nothing, unless scripts parse the listing; hidden names are still refused";
     PhpUser = "php-user", "approximated", "SuexecUserGroup: PHP runs as its FastCGI backend's user",
-        "run the account's PHP-FPM pool as its user (user = ... in the pool) and pass its socket with --php-backend";
+        "convert without --php-backend so that lighten writes the site's php-fpm pool as its user, or run such a pool yourself and pass its socket with --php-backend";
     OutputFilter = "output-filter", "unsupported", "an output filter other than DEFLATE",
         "remove the filter, or do its work in the application; lighttpd sends the response unfiltered";
     CompressionScope = "compression-scope", "approximated", "compression set in a section applies to the whole host",

@@ -711,7 +711,8 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     }]);
     let _ = writeln!(out, "magnet.attract-physical-path-to = ( {} )", placeholder('P', hosts.len(), None));
     out.push_str(&response_hook(site, hosts.len(), &placeholder('R', hosts.len(), None), ""));
-    out.push_str(&php_block(model, None, hosts.len(), &exts, opts, "", &need));
+    let pool = |n: usize| site.pools.by_host.get(n).copied().flatten().map(|i| &site.pools.pools[i]);
+    out.push_str(&php_block(model, None, hosts.len(), &exts, opts, pool(hosts.len() - 1), "", &need));
 
     // Virtual hosts per listener.
     let _ = writeln!(
@@ -782,7 +783,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                 port: Some(lport),
                 shared: false,
             });
-            let php = php_block(model, h, n + 1, &exts, opts, "    ", &need);
+            let php = php_block(model, h, n + 1, &exts, opts, pool(n), "    ", &need);
             let links = if strict_links(site, n + 1) != top_strict {
                 follow_symlink_lines(site, n + 1, "    ", cfg)
             } else {
@@ -1008,31 +1009,37 @@ fn certificate(
 
 /// The PHP backend of a host: the FastCGI address its handlers name (php-fpm), a
 /// php-cgi lighttpd spawns for mod_php and mod_fcgid, or the caller's override.
+/// `pool`: the socket of the host's own php-fpm pool (`fpm::plan`), for PHP that Apache ran
+/// as the site's user.
+#[allow(clippy::too_many_arguments)]
 fn php_block(
     model: &Model,
     host: Option<usize>,
     n: usize,
     exts: &[String],
     opts: &Options,
+    pool: Option<&super::fpm::Pool>,
     pad: &str,
     need: &dyn Fn(NeedKind, &str, Option<Span>),
 ) -> String {
-    let mut scopes: Vec<&crate::model::Scope> = vec![&model.server];
-    if let Some(i) = host {
-        scopes.push(&model.vhosts[i].scope);
-    }
-    scopes.extend(
-        model.htaccess.iter().filter(|h| h.host_ids.contains(&host)).filter_map(|h| h.scope.as_ref()),
-    );
-    let mut found: Option<Handler> = None;
-    let mut found_at: Option<Span> = None;
-    for s in scopes {
-        visit_handlers(s, &mut |h, at| {
-            if found.is_none() && h.is_backend() {
-                found = Some(h.clone());
-                found_at = Some(at);
-            }
-        });
+    let (found, found_at) = match php_handler(model, host) {
+        Some((h, at)) => (Some(h), Some(at)),
+        None => (None, None),
+    };
+    if let (None, Some(p)) = (&opts.php_backend, pool) {
+        need(NeedKind::Program, &super::fpm::binary(), Some(p.at));
+        need(NeedKind::PoolUser, &format!("{}:{}", p.user, p.group), Some(p.at));
+        let entries: Vec<String> =
+            exts.iter().map(|e| format!("{pad}  {} => (( \"socket\" => {} ))", q(e), q(&p.socket))).collect();
+        return format!(
+            "{pad}# PHP as {}:{}, as Apache ran it (SuexecUserGroup): php-fpm's pool {} (php-fpm/{}.conf)\n\
+             {pad}fastcgi.server = (\n{}\n{pad})\n",
+            p.user,
+            p.group,
+            p.name,
+            p.name,
+            entries.join(",\n")
+        );
     }
     let server = match (&opts.php_backend, found) {
         (Some(b), Some(_)) if b.starts_with('/') => {
@@ -1335,6 +1342,27 @@ fn area_regex(url: &str) -> String {
     }
     s.push_str("(?:/|$)");
     s
+}
+
+/// The first PHP backend a host's configuration names (server, vhost, its .htaccess files),
+/// with where.
+pub fn php_handler(model: &Model, host: Option<usize>) -> Option<(Handler, Span)> {
+    let mut scopes: Vec<&crate::model::Scope> = vec![&model.server];
+    if let Some(i) = host {
+        scopes.push(&model.vhosts[i].scope);
+    }
+    scopes.extend(
+        model.htaccess.iter().filter(|h| h.host_ids.contains(&host)).filter_map(|h| h.scope.as_ref()),
+    );
+    let mut found: Option<(Handler, Span)> = None;
+    for s in scopes {
+        visit_handlers(s, &mut |h, at| {
+            if found.is_none() && h.is_backend() {
+                found = Some((h.clone(), at));
+            }
+        });
+    }
+    found
 }
 
 fn visit_handlers(s: &crate::model::Scope, f: &mut dyn FnMut(&Handler, Span)) {

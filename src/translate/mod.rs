@@ -15,6 +15,7 @@ pub mod code;
 pub mod compile;
 pub mod conf;
 pub mod expr;
+pub mod fpm;
 pub mod links;
 pub mod logs;
 pub mod lua;
@@ -66,6 +67,8 @@ pub struct Conversion {
     pub group: Option<String>,
     /// Where the user and group come from (`file:line` of Apache's User), when they do.
     pub user_at: String,
+    /// The php-fpm pools written (`php-fpm.conf` runs them), for PHP as the site's user.
+    pub pools: Vec<fpm::Pool>,
 }
 
 /// Something outside the output that lighttpd reads or runs, with the Apache `file:line`
@@ -86,6 +89,8 @@ pub enum NeedKind {
     Program,
     DocumentRoot,
     LogFolder,
+    /// `user:group` a php-fpm pool runs as.
+    PoolUser,
 }
 
 impl NeedKind {
@@ -98,6 +103,7 @@ impl NeedKind {
             NeedKind::Program => "program",
             NeedKind::DocumentRoot => "document root",
             NeedKind::LogFolder => "access log folder",
+            NeedKind::PoolUser => "php-fpm pool's user",
         }
     }
 }
@@ -113,6 +119,11 @@ impl Finding {
     pub fn unsupported(code: Code, at: Span, reason: String, closed: &str) -> Finding {
         debug_assert_eq!(code.fate(), "unsupported", "{code}");
         Finding { at, fate: Fate::Unsupported { code, reason, closed: closed.to_string() } }
+    }
+
+    /// What a directive becomes exactly (where the catalogue alone would say less).
+    pub fn exact(at: Span) -> Finding {
+        Finding { at, fate: Fate::Exact }
     }
 
     pub fn approximated(code: Code, at: Span, reason: String) -> Finding {
@@ -141,6 +152,8 @@ pub struct Site<'a> {
     /// Per host: the first host (1-based) whose interpreter data is the same but for the
     /// provenance of its lines.
     pub same_data: Vec<usize>,
+    /// The php-fpm pools of hosts whose PHP Apache ran as their own user (`fpm`).
+    pub pools: fpm::Pools,
 }
 
 impl Site<'_> {
@@ -169,7 +182,18 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         same_data: Vec::new(),
         tiers: Vec::new(),
         links: Vec::new(),
+        pools: fpm::Pools::default(),
     };
+    {
+        // lighttpd drops to Apache's User only when started as root, and php-fpm can give
+        // its sockets to that user only then: a conversion made as a normal user is run as
+        // that user, whose own sockets they are.
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let (user, group) = if root { conf::run_as(model) } else { (None, None) };
+        let run_as = (user.map(|u| u.value.as_str()), group.map(|g| g.value.as_str()));
+        site.pools = fpm::plan(model, cfg, opts, run_as, &mut site.findings);
+    }
     site.links = links::inventory(model, &cfg.sysroot, opts.map_path.as_ref(), &mut site.findings);
     let data = site.module(model, opts.trace);
     let mime = mime_module(model, cfg, opts.map_path.as_ref());
@@ -239,6 +263,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     let written_blocks = std::mem::take(&mut written.blocks);
     let site_response_hooks = site.response_hooks.clone();
     let lighttpd_conf = written.text;
+    let site_pools = std::mem::take(&mut site.pools);
     let mut findings = site.findings;
     findings.extend(written.findings);
     let report = report::build(model, &cfg.sources, &findings);
@@ -324,6 +349,12 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             }
         }
     }
+    if !site_pools.pools.is_empty() {
+        files.push((PathBuf::from(fpm::MASTER), fpm::master(opts)));
+        for p in &site_pools.pools {
+            files.push((PathBuf::from(fpm::DIR).join(format!("{}.conf", p.name)), p.text.clone()));
+        }
+    }
     // Last of the Lua files: what tells the running hook scripts to reload the rest.
     let id = output_id(&files, &opts.out_dir);
     files.push((lua_dir.join(conf::OUTPUT_FILE), conf::output_file(&id)));
@@ -337,6 +368,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         user: user.map(|u| u.value.clone()),
         group: group.map(|g| g.value.clone()),
         user_at: user.map(|u| cfg.sources.line_ref(u.span)).unwrap_or_default(),
+        pools: site_pools.pools,
     }
 }
 

@@ -363,3 +363,196 @@ fn an_account_that_stays_on_apache_is_served_by_it_through_the_combined_lighttpd
         assert_eq!(l.header("X-Echo-Test"), None, "{d} is not the kept account");
     }
 }
+
+/// A Plesk account whose PHP mod_fcgid ran through suexec as `user:group` (Plesk's
+/// "FastCGI application served by Apache"), with the php.ini Plesk's wrapper loads for it.
+fn fcgid_account(tree: &Path, d: &str, user: &str, group: &str, memory_limit: &str) {
+    let system = tree.join(format!("var/www/vhosts/system/{d}"));
+    std::fs::create_dir_all(system.join("etc")).unwrap();
+    std::fs::write(system.join("etc/php.ini"), format!("[PHP]\nmemory_limit = {memory_limit}\n")).unwrap();
+    std::fs::write(
+        system.join("conf/httpd.conf"),
+        format!(
+            "<VirtualHost *:80>\n\
+             \tServerName \"{d}\"\n\
+             \tServerAlias \"www.{d}\"\n\
+             \tUseCanonicalName Off\n\
+             \tDocumentRoot \"/var/www/vhosts/{d}/httpdocs\"\n\
+             \t<IfModule mod_suexec.c>\n\t\tSuexecUserGroup \"{user}\" \"{group}\"\n\t</IfModule>\n\
+             \t<IfModule mod_fcgid.c>\n\
+             \t\tFcgidInitialEnv PP_CUSTOM_PHP_INI \"/var/www/vhosts/system/{d}/etc/php.ini\"\n\
+             \t\tFcgidMaxProcessesPerClass 4\n\
+             \t</IfModule>\n\
+             \t<Directory /var/www/vhosts/{d}/httpdocs>\n\
+             \t\t<IfModule mod_fcgid.c>\n\
+             \t\t\t<Files ~ (\\.php$)>\n\
+             \t\t\t\tSetHandler fcgid-script\n\
+             \t\t\t\tFCGIWrapper /var/www/cgi-bin/cgi_wrapper/cgi_wrapper .php\n\
+             \t\t\t\tOptions +ExecCGI\n\
+             \t\t\t</Files>\n\
+             \t\t</IfModule>\n\
+             \t\tOptions -Includes -ExecCGI\n\
+             \t</Directory>\n\
+             \tDirectoryIndex \"index.html\" \"index.php\"\n\
+             \tInclude \"/var/www/vhosts/system/{d}/conf/vhost.conf\"\n\
+             </VirtualHost>\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Stops the php-fpm master a test started (daemonized: by its pid file).
+struct FpmMaster(std::path::PathBuf);
+
+impl Drop for FpmMaster {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0) {
+            let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+        }
+    }
+}
+
+#[test]
+fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
+    use lighten::run::{apache, http, lighttpd, sandbox};
+    if !crate::helpers::servers_present() {
+        return;
+    }
+    let fpm = lighten::translate::fpm::binary();
+    if !Path::new(&fpm).exists() {
+        assert!(std::env::var_os("CI").is_none(), "{fpm} must be installed (scripts/setup.sh)");
+        eprintln!("skipped: {fpm} is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    crate::helpers::set_mode(dir.path(), 0o755);
+    let tree = dir.path().join("server");
+    generate_n(&tree, 3);
+    // two accounts of users of every Debian machine; d002 keeps Plesk's own php-fpm socket
+    let accounts =
+        [("d000.example", "nobody", "nogroup", "96M"), ("d001.example", "daemon", "daemon", "64M")];
+    for (d, user, group, mem) in accounts {
+        fcgid_account(&tree, d, user, group, mem);
+    }
+    for i in 0..3 {
+        let d = format!("d{i:03}.example");
+        let docroot = tree.join(format!("var/www/vhosts/{d}/httpdocs"));
+        std::fs::write(docroot.join("page.html"), format!("<p>{d}</p>\n")).unwrap();
+        std::fs::write(
+            docroot.join("whoami.php"),
+            "<?php echo posix_getpwuid(posix_geteuid())['name'], ' ', ini_get('memory_limit'), \"\\n\";\n",
+        )
+        .unwrap();
+    }
+
+    let out = dir.path().join("out");
+    let lport = sandbox::free_port().unwrap();
+    let listen = format!("127.0.0.1:{lport}");
+    let r = batch(&tree, &out, &["--listen", &listen]);
+    assert!(r.code <= 1, "{}", r.stderr);
+    let combined = out.join("combined");
+    // one pool per account that ran as its user, none for the account with a socket
+    for (d, user, group, mem) in accounts {
+        let pool = std::fs::read_to_string(combined.join(format!("php-fpm/{d}.conf"))).unwrap_or_else(|e| {
+            panic!(
+                "{d}: {e}; {}\n{}\n{}",
+                r.stdout,
+                r.stderr,
+                std::fs::read_to_string(combined.join("report.md")).unwrap_or_default()
+            )
+        });
+        for line in [
+            format!("[{d}]"),
+            format!("user = {user}"),
+            format!("group = {group}"),
+            format!("listen = {}/run/php-fpm-{d}.sock", combined.display()),
+            "listen.mode = 0660".into(),
+            "pm.max_children = 4".into(),
+            format!("php_value[memory_limit] = {mem}"),
+        ] {
+            assert!(pool.lines().any(|l| l == line), "{d}: no {line:?} in\n{pool}");
+        }
+        // and the account's own output has its pool as well
+        assert!(out.join(format!("{d}/php-fpm/{d}.conf")).exists());
+    }
+    assert!(!combined.join("php-fpm/d002.example.conf").exists());
+    let conf = std::fs::read_to_string(combined.join("lighttpd.conf")).unwrap();
+    assert!(conf.contains("/var/www/vhosts/system/d002.example/php-fpm.sock"), "{conf}");
+    // convert of one such account: the same pool, its unit, and lighttpd's service wanting it
+    let one = dir.path().join("one");
+    let c = lighten(&[
+        "convert",
+        "--sysroot",
+        tree.to_str().unwrap(),
+        tree.join("var/www/vhosts").to_str().unwrap(),
+        "--vhost",
+        "d000.example",
+        "--out",
+        one.to_str().unwrap(),
+    ]);
+    assert!(c.code <= 1, "{}", c.stderr);
+    assert!(one.join("php-fpm/d000.example.conf").exists());
+    assert!(
+        c.stdout.contains(&format!("run: {fpm} -y {}/php-fpm.conf && lighttpd -D -f", one.display())),
+        "{}",
+        c.stdout
+    );
+    assert!(
+        c.stdout.contains("systemctl enable --now lighten-php-fpm.service lighten-watch.service"),
+        "{}",
+        c.stdout
+    );
+    let unit = std::fs::read_to_string(one.join("systemd/lighten-php-fpm.service")).unwrap();
+    assert!(unit.contains(&format!("--nodaemonize -y {}/php-fpm.conf", one.display())), "{unit}");
+    let drop_in = std::fs::read_to_string(one.join("systemd/lighttpd.service.d/lighten.conf")).unwrap();
+    assert!(drop_in.contains("Wants=lighten-php-fpm.service"), "{drop_in}");
+    let t =
+        std::process::Command::new(&fpm).args(["-t", "-y"]).arg(one.join("php-fpm.conf")).output().unwrap();
+    assert!(t.status.success(), "php-fpm -t: {}", String::from_utf8_lossy(&t.stderr));
+
+    // the printed command line: php-fpm first, then lighttpd; php-fpm's part is run as printed
+    let run = r.stdout.lines().find_map(|l| l.strip_prefix("run them all: ")).expect("a run line");
+    let (start_fpm, start_lighttpd) = run.split_once(" && ").expect("php-fpm && lighttpd");
+    assert!(start_lighttpd.starts_with(&format!("lighttpd -D -f {}", out.join("lighttpd.conf").display())));
+    let _master = FpmMaster(combined.join("run/php-fpm.pid"));
+    let st = std::process::Command::new("sh").arg("-c").arg(start_fpm).status().unwrap();
+    assert!(
+        st.success(),
+        "{start_fpm}: {st}; {:?}",
+        std::fs::read_to_string(combined.join("run/php-fpm.log"))
+    );
+
+    let lsb = sandbox::Sandbox::new("lighten-fpm-lighttpd-").unwrap();
+    let _l = lighttpd::start(&out.join("lighttpd.conf"), &lsb, lport).unwrap();
+    let ask = |port: u16, host: &str, path: &str| {
+        http::send(([127, 0, 0, 1], port).into(), "GET", path, &[("Host".to_string(), host.to_string())], b"")
+            .unwrap()
+    };
+    let root = unsafe { libc::geteuid() } == 0;
+    for (d, user, _, mem) in accounts {
+        let a = ask(lport, d, "/whoami.php");
+        // (as a normal user php-fpm runs every pool as that user)
+        let me = if root { user.to_string() } else { std::env::var("USER").unwrap_or_default() };
+        assert_eq!(
+            (a.status, String::from_utf8_lossy(&a.body).trim()),
+            (200, format!("{me} {mem}").as_str()),
+            "{d}"
+        );
+    }
+
+    // the static pages of every account as Apache answers them
+    let root_dir = tree.join("var/www/vhosts");
+    let load =
+        lighten::config::LoadOptions { sysroot: lighten::source::Sysroot::at(&tree), ..Default::default() };
+    let cfg = lighten::config::load(&root_dir, &load).unwrap();
+    let sb = sandbox::Sandbox::new("lighten-fpm-apache-").unwrap();
+    let ap =
+        apache::start(&cfg, &sb, &apache::ApacheOptions { php_echo: false, rewrite_trace: None }).unwrap();
+    let aport = ap.port_for(80).unwrap();
+    for i in 0..3 {
+        let d = format!("d{i:03}.example");
+        let (l, a) = (ask(lport, &d, "/page.html"), ask(aport, &d, "/page.html"));
+        assert_eq!((l.status, &l.body), (a.status, &a.body), "{d}");
+        assert_eq!(l.body, format!("<p>{d}</p>\n").into_bytes());
+    }
+}

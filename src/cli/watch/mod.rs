@@ -265,6 +265,11 @@ impl Job {
             .iter()
             .any(|(rel, _)| rel.as_os_str() == "lighttpd.conf" || crate::translate::is_runtime(rel));
         record.reload = self.reload(restart);
+        if changed.iter().any(|(rel, _)| {
+            rel.starts_with(crate::translate::fpm::DIR) || rel.as_os_str() == crate::translate::fpm::MASTER
+        }) {
+            self.reload_fpm();
+        }
         done(record, Outcome::Converted, None)
     }
 
@@ -440,6 +445,20 @@ impl Job {
                 eprintln!("lighten watch: signalling lighttpd {pid}: {e}");
                 Reload::NotRunning
             }
+        }
+    }
+
+    /// The php-fpm running the output's pools reads them again (SIGUSR2: it restarts its
+    /// workers gracefully), if it runs.
+    fn reload_fpm(&self) {
+        let pid = std::fs::read_to_string(self.runtime_dir.join("php-fpm.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<libc::pid_t>().ok())
+            .filter(|&p| p > 1);
+        let Some(pid) = pid else { return };
+        // SAFETY: kill has no memory preconditions; the pid comes from php-fpm's own pid file.
+        if unsafe { libc::kill(pid, libc::SIGUSR2) } == 0 {
+            eprintln!("lighten watch: php-fpm {pid} reloads its pools (they changed)");
         }
     }
 

@@ -145,7 +145,14 @@ fn wizard(a: WizardArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         strict: false,
     })?;
     let cwd = std::env::current_dir()?;
-    prepared.conv.files.extend(super::service::units(&prepared.out_dir, &prepared.runtime_dir, &watch, &cwd));
+    let fpm = !prepared.conv.pools.is_empty();
+    prepared.conv.files.extend(super::service::units(
+        &prepared.out_dir,
+        &prepared.runtime_dir,
+        &watch,
+        &cwd,
+        fpm,
+    ));
 
     println!("\n3. What cannot be carried over exactly");
     print!("{}", inexact(&prepared.conv.report, &prepared.out_dir));
@@ -283,6 +290,7 @@ fn act(
         backups: &applied.backups,
         sysroot: load.sysroot.root(),
         plesk: cfg.input.kind == InputKind::PleskRoot,
+        fpm: !p.conv.pools.is_empty(),
     });
     print!("{text}");
     Ok(status)

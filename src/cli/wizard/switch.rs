@@ -28,6 +28,9 @@ pub struct Switch<'a> {
     pub sysroot: Option<&'a Path>,
     /// Read from a Plesk vhosts root.
     pub plesk: bool,
+    /// The setup has php-fpm pools (PHP as each site's user): lighttpd's service starts
+    /// `lighten-php-fpm.service` first.
+    pub fpm: bool,
 }
 
 /// A word for the shell: as it is when it is plain, else in single quotes.
@@ -82,7 +85,15 @@ pub fn text(s: &Switch) -> String {
         "  mkdir -p {}",
         Path::new(DROP_IN).parent().map(|p| p.display().to_string()).unwrap_or_default()
     );
+    let fpm_unit = crate::cli::service::FPM_UNIT;
+    if s.fpm {
+        let unit = s.out_dir.join(crate::cli::service::DIR).join(fpm_unit);
+        let _ = writeln!(o, "  cp {} /etc/systemd/system/", quote(&unit.display().to_string()));
+    }
     let _ = writeln!(o, "  cat > {DROP_IN} <<'EOF'");
+    if s.fpm {
+        let _ = writeln!(o, "  [Unit]\n  Wants={fpm_unit}\n  After={fpm_unit}");
+    }
     let _ = writeln!(o, "  [Service]");
     let _ = writeln!(o, "  PIDFile={}", s.runtime_dir.join("lighttpd.pid").display());
     let _ = writeln!(o, "  ExecStartPre=");
@@ -128,6 +139,12 @@ pub fn text(s: &Switch) -> String {
     let _ = writeln!(o, "  systemctl stop lighttpd && systemctl start {}", s.apache);
     let _ = writeln!(o, "  systemctl disable lighttpd && systemctl enable {}", s.apache);
     let _ = writeln!(o, "  rm {DROP_IN} && systemctl daemon-reload");
+    if s.fpm {
+        let _ = writeln!(
+            o,
+            "  systemctl stop {fpm_unit} && rm /etc/systemd/system/{fpm_unit} && systemctl daemon-reload"
+        );
+    }
     let bak = crate::plan::apply::BACKUP_SUFFIX;
     if s.backups.is_empty() {
         let _ = writeln!(
@@ -168,6 +185,7 @@ mod tests {
             backups: &backups,
             sysroot: None,
             plesk: false,
+            fpm: false,
         });
         let expected = "\
   lighttpd -tt -f /etc/lighttpd/from-apache/lighttpd.conf
