@@ -189,7 +189,13 @@ impl Child {
         // before it reads the groups, so a process is either seen by it or never started.
         let mut groups = GROUPS.lock().map_err(|_| io::Error::other("process table poisoned"))?;
         not_interrupted()?;
-        let inner = cmd.spawn()?;
+        // (an error that names the program: "No such file or directory" alone says nothing)
+        let inner = cmd.spawn().map_err(|e| {
+            let program = cmd.get_program().to_string_lossy().into_owned();
+            let fix =
+                if e.kind() == io::ErrorKind::NotFound { " (scripts/setup.sh installs it)" } else { "" };
+            io::Error::new(e.kind(), format!("{program}: {e}{fix}"))
+        })?;
         let pgid = inner.id() as i32;
         groups.push(pgid);
         drop(groups);
@@ -247,4 +253,17 @@ pub fn processes_mentioning(needle: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_that_is_not_installed_is_named_in_the_error() {
+        let e = Child::spawn(Command::new("lighten-no-such-program"), "test").err().expect("no such program");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().starts_with("lighten-no-such-program: "), "{e}");
+        assert!(e.to_string().ends_with("(scripts/setup.sh installs it)"), "{e}");
+    }
 }
