@@ -214,6 +214,26 @@ mod tests {
             "find /etc/lighttpd/from-apache -name '*.lighten-bak' -exec sh -c 'mv \"$1\" \"${1%.lighten-bak}\"' _ {} \\;"
         ));
         assert!(!t.contains("Note:"));
+        assert!(!t.contains("php-fpm"));
+        // with php-fpm pools: their unit installed, wanted by lighttpd's, removed on rollback
+        let t = text(&Switch {
+            out_dir: Path::new("/srv/out"),
+            runtime_dir: Path::new("/srv/out/run"),
+            apache: "apache2",
+            user: None,
+            sites: (1, 1),
+            probe: None,
+            backups: &[],
+            sysroot: None,
+            plesk: true,
+            fpm: true,
+        });
+        assert!(t.contains(
+            "  cp /srv/out/systemd/lighten-php-fpm.service /etc/systemd/system/\n  cat > /etc/systemd/system/lighttpd.service.d/lighten.conf <<'EOF'\n  [Unit]\n  Wants=lighten-php-fpm.service\n  After=lighten-php-fpm.service\n  [Service]\n"
+        ), "{t}");
+        assert!(t.contains(
+            "  systemctl stop lighten-php-fpm.service && rm /etc/systemd/system/lighten-php-fpm.service && systemctl daemon-reload\n"
+        ), "{t}");
         assert_eq!(quote("/srv/my site"), "'/srv/my site'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote("/etc/lighttpd/from-apache"), "/etc/lighttpd/from-apache");
