@@ -243,6 +243,13 @@ pub fn ready_to_run(
 /// `server.username`, gives it (and the logs an earlier run left there) to that user.
 pub fn give_runtime_dir(conv: &translate::Conversion, runtime_dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
+    // php-fpm's folder stays the converting user's (root's): not a link, not lighttpd's
+    if let Some(d) = &conv.fpm_run {
+        if std::fs::symlink_metadata(d).is_ok_and(|m| !m.is_dir()) {
+            anyhow::bail!("{} is not a folder: not running php-fpm's sockets there", d.display());
+        }
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
     if let Ok(id) = preflight::server_identity(conv.user.as_deref(), conv.group.as_deref())
         && id.uid != preflight::Identity::current().uid
     {

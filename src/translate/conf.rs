@@ -227,12 +227,13 @@ pub fn stage_script(opts: &Options, stage: &str) -> String {
 /// host's first request.
 pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBlock]) -> String {
     let hosts = hosts(model);
+    // (in a Lua comment, which `\r` ends too: a ServerName's control characters go)
     let title = |n: usize| match hosts.get(n - 1).copied().flatten() {
-        Some(i) => format!(
+        Some(i) => comment(&format!(
             "vhost {} ({})",
             model.vhosts[i].server_name.as_deref().unwrap_or("no name"),
             cfg.sources.line_ref(model.vhosts[i].scope.at)
-        ),
+        )),
         None => "the main server".to_string(),
     };
     let call = |n: usize, entry: &str| match site.tiers.get(n - 1) {
@@ -712,7 +713,18 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     let _ = writeln!(out, "magnet.attract-physical-path-to = ( {} )", placeholder('P', hosts.len(), None));
     out.push_str(&response_hook(site, hosts.len(), &placeholder('R', hosts.len(), None), ""));
     let pool = |n: usize| site.pools.by_host.get(n).copied().flatten().map(|i| &site.pools.pools[i]);
-    out.push_str(&php_block(model, None, hosts.len(), &exts, opts, pool(hosts.len() - 1), "", &need));
+    let refused = |n: usize| site.pools.refused.get(n).copied().unwrap_or(false);
+    out.push_str(&php_block(
+        model,
+        None,
+        hosts.len(),
+        &exts,
+        opts,
+        pool(hosts.len() - 1),
+        refused(hosts.len() - 1),
+        "",
+        &need,
+    ));
 
     // Virtual hosts per listener.
     let _ = writeln!(
@@ -783,7 +795,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                 port: Some(lport),
                 shared: false,
             });
-            let php = php_block(model, h, n + 1, &exts, opts, pool(n), "    ", &need);
+            let php = php_block(model, h, n + 1, &exts, opts, pool(n), refused(n), "    ", &need);
             let links = if strict_links(site, n + 1) != top_strict {
                 follow_symlink_lines(site, n + 1, "    ", cfg)
             } else {
@@ -1019,6 +1031,7 @@ fn php_block(
     exts: &[String],
     opts: &Options,
     pool: Option<&super::fpm::Pool>,
+    site_refused: bool,
     pad: &str,
     need: &dyn Fn(NeedKind, &str, Option<Span>),
 ) -> String {
@@ -1026,6 +1039,12 @@ fn php_block(
         Some((h, at)) => (Some(h), Some(at)),
         None => (None, None),
     };
+    if opts.php_backend.is_none() && site_refused {
+        return format!(
+            "{pad}# PHP refused: Apache's suexec would not run it as its SuexecUserGroup (report.md)\n\
+             {pad}fastcgi.server = ( )\n"
+        );
+    }
     if let (None, Some(p)) = (&opts.php_backend, pool) {
         need(NeedKind::Program, &super::fpm::binary(), Some(p.at));
         need(NeedKind::PoolUser, &format!("{}:{}", p.user, p.group), Some(p.at));

@@ -44,6 +44,9 @@ pub struct Pool {
 pub struct Pools {
     pub by_host: Vec<Option<usize>>,
     pub pools: Vec<Pool>,
+    /// Per host: PHP that Apache ran through suexec under an identity no pool may take
+    /// (root, a system account): refused (lighttpd.conf gives the host no PHP backend).
+    pub refused: Vec<bool>,
 }
 
 /// The master configuration's path in the output, and the pools' folder.
@@ -64,11 +67,13 @@ pub fn binary() -> String {
     found.pop().map_or_else(|| "/usr/sbin/php-fpm8.2".to_string(), |n| format!("/usr/sbin/{n}"))
 }
 
-/// A user or group name as useradd takes it (and nothing an INI file would read otherwise).
+/// A user or group name as useradd takes it (and nothing an INI file would read otherwise;
+/// not a number, which php-fpm would take as a uid).
 fn plain_name(n: &str) -> bool {
     !n.is_empty()
         && n.len() <= 32
         && !n.starts_with('-')
+        && !n.bytes().all(|b| b.is_ascii_digit())
         && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
@@ -90,10 +95,30 @@ fn ini_key(k: &str) -> bool {
     !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "._".contains(c))
 }
 
+/// A php.ini value as php-fpm's configuration is to hold it: one quoted in php.ini stays
+/// a quoted string; one bare stays bare, for the INI parser to read the same way (a
+/// constant expression such as `E_ALL & ~E_NOTICE`), when it holds nothing that parser
+/// reads as syntax of its own.  None for anything else.
+fn ini_entry_value(v: &IniValue) -> Option<String> {
+    match v {
+        IniValue::Quoted(inner) => ini_value(inner).map(|_| format!("\"{inner}\"")),
+        IniValue::Bare(raw) => raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " _.:/,+@&|~!^()-".contains(c))
+            .then(|| raw.clone()),
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum IniValue {
+    Quoted(String),
+    Bare(String),
+}
+
 /// The entries of a php.ini, as PHP reads the plain ones: `key = value`, `;` comments,
-/// `[section]` headers skipped, quotes around a value removed.  A `[PATH=...]` or
-/// `[HOST=...]` section applies only to some requests: its entries are returned apart.
-fn php_ini(text: &str) -> (Vec<(String, String)>, usize) {
+/// `[section]` headers skipped, a value quoted or bare.  A `[PATH=...]` or `[HOST=...]`
+/// section applies only to some requests: its entries are counted apart.
+fn php_ini(text: &str) -> (Vec<(String, IniValue)>, usize) {
     let mut out = Vec::new();
     let mut scoped = 0;
     let mut in_scoped = false;
@@ -114,9 +139,11 @@ fn php_ini(text: &str) -> (Vec<(String, String)>, usize) {
         }
         let v = v.trim();
         let v = if let Some(inner) = v.strip_prefix('"').and_then(|r| r.split_once('"')) {
-            inner.0.to_string()
+            IniValue::Quoted(inner.0.to_string())
+        } else if let Some(inner) = v.strip_prefix('\'').and_then(|r| r.split_once('\'')) {
+            IniValue::Quoted(inner.0.to_string())
         } else {
-            v.split(';').next().unwrap_or("").trim().to_string()
+            IniValue::Bare(v.split(';').next().unwrap_or("").trim().to_string())
         };
         out.push((k.trim().to_string(), v));
     }
@@ -145,7 +172,8 @@ pub fn plan(
     findings: &mut Vec<Finding>,
 ) -> Pools {
     let hosts = conf::hosts(model);
-    let mut pools = Pools { by_host: vec![None; hosts.len()], pools: Vec::new() };
+    let mut pools =
+        Pools { by_host: vec![None; hosts.len()], pools: Vec::new(), refused: vec![false; hosts.len()] };
     if opts.php_backend.is_some() {
         return pools;
     }
@@ -171,15 +199,23 @@ pub fn plan(
             [u, g] => (u.as_str(), g.as_str()),
             _ => continue,
         };
-        if !plain_name(user) || !plain_name(group) || user == "root" || group == "root" {
+        // suexec runs nothing below its minimum uid and gid (AP_UID_MIN, AP_GID_MIN: 100 in
+        // Debian's build): neither does a pool (`shadow`, `disk`, www-data's own)
+        let system = crate::run::preflight::Identity::user(user, Some(group))
+            .is_ok_and(|id| id.uid < SUEXEC_MIN_ID || id.gid < SUEXEC_MIN_ID);
+        if !plain_name(user) || !plain_name(group) || user == "root" || group == "root" || system {
             findings.push(Finding::approximated(
                 Code::PhpUser,
                 suexec.span,
                 format!(
-                    "no php-fpm pool runs as {user:?}:{group:?} (php-fpm takes no root pool, and lighten \
-                     writes only plain user names): PHP runs as lighttpd's FastCGI backend's user"
+                    "no php-fpm pool runs as {:?}:{:?} (root, a system account below suexec's minimum id \
+                     {SUEXEC_MIN_ID}, or no plain name): the site's PHP is refused (403), where suexec \
+                     refuses to run it too",
+                    comment(user),
+                    comment(group)
                 ),
             ));
+            pools.refused[n] = true;
             continue;
         }
         let mut carried: Vec<Span> = vec![suexec.span];
@@ -197,9 +233,11 @@ pub fn plan(
                 None => default,
             }
         };
-        let children = number("FcgidMaxProcessesPerClass", 100, &mut carried).max(1);
-        let idle = number("FcgidIdleTimeout", 300, &mut carried);
-        let requests = number("FcgidMaxRequestsPerProcess", 0, &mut carried);
+        // (bounded as php-fpm takes them: one account's huge value must not stop every pool;
+        // mod_fcgid's FcgidMaxProcesses, 1,000 by default, bounds a class in Apache)
+        let children = number("FcgidMaxProcessesPerClass", 100, &mut carried).clamp(1, 1000);
+        let idle = number("FcgidIdleTimeout", 300, &mut carried).min(86_400);
+        let requests = number("FcgidMaxRequestsPerProcess", 0, &mut carried).min(i32::MAX as u64);
         body.push_str(&format!(
             "; mod_fcgid's process management (FcgidMaxProcessesPerClass, FcgidIdleTimeout,\n\
              ; FcgidMaxRequestsPerProcess; their defaults where the configuration has none)\n\
@@ -250,7 +288,7 @@ pub fn plan(
                         // (extensions are loaded by php-fpm's own php.ini, for every pool)
                         let ext =
                             k.eq_ignore_ascii_case("extension") || k.eq_ignore_ascii_case("zend_extension");
-                        match (ini_key(&k) && !ext, ini_value(&v)) {
+                        match (ini_key(&k) && !ext, ini_entry_value(&v)) {
                             (true, Some(v)) => body.push_str(&format!("php_value[{k}] = {v}\n")),
                             _ => left += 1,
                         }
@@ -315,14 +353,11 @@ pub fn plan(
                 }
                 // A socket's path holds at most 107 bytes (sun_path): a long name would stop
                 // php-fpm, and every pool with it; the pool's number then names it.
-                let mut socket =
-                    opts.runtime_dir.join(format!("php-fpm-{name}.sock")).to_string_lossy().into_owned();
-                if socket.len() > 100 {
-                    socket = opts
-                        .runtime_dir
-                        .join(format!("php-fpm-{}.sock", pools.pools.len() + 1))
-                        .to_string_lossy()
-                        .into_owned();
+                let mut socket = run_dir(opts).join(format!("{name}.sock")).to_string_lossy().into_owned();
+                let mut k = pools.pools.len() + 1;
+                while socket.len() > 100 || pools.pools.iter().any(|p| p.socket == socket) {
+                    socket = run_dir(opts).join(format!("pool-{k}.sock")).to_string_lossy().into_owned();
+                    k += 1;
                 }
                 let Some(listen) = ini_value(&socket) else {
                     findings.push(Finding::approximated(
@@ -332,13 +367,15 @@ pub fn plan(
                     ));
                     continue;
                 };
-                let what = match h {
+                let what = comment(&match h {
                     Some(i) => model.vhosts[i].label(i),
                     None => "the main server".to_string(),
-                };
+                });
                 let owner = match run_as {
+                    // root's socket in root's folder, lighttpd's group may connect: lighttpd's
+                    // user can neither replace it nor open it to others
                     (Some(u), g) if plain_name(u) => format!(
-                        "; only lighttpd's user may connect\nlisten.owner = {u}\nlisten.group = {}\nlisten.mode = 0660\n",
+                        "; only lighttpd's group may connect\nlisten.owner = root\nlisten.group = {}\nlisten.mode = 0660\n",
                         g.filter(|g| plain_name(g)).unwrap_or(u)
                     ),
                     _ => {
@@ -352,7 +389,7 @@ pub fn plan(
                      ; it through suexec (SuexecUserGroup, {at}). {master} includes this file;\n\
                      ; lighttpd.conf's fastcgi.server for the site names the socket.\n\
                      [{name}]\nuser = {user}\ngroup = {group}\nlisten = {listen}\n{owner}{body}",
-                    at = cfg.sources.line_ref(suexec.span),
+                    at = comment(&cfg.sources.line_ref(suexec.span)),
                     master = MASTER,
                 );
                 pools.pools.push(Pool {
@@ -372,6 +409,21 @@ pub fn plan(
     pools
 }
 
+/// Where php-fpm keeps its pid file, log and sockets: a folder of the output, root's when
+/// lighten runs as root (the runtime folder is lighttpd's user's, who could swap a log for
+/// a link to a file root then appends to, or a socket for its own).
+pub fn run_dir(opts: &Options) -> std::path::PathBuf {
+    opts.out_dir.join(DIR).join("run")
+}
+
+/// suexec's AP_UID_MIN and AP_GID_MIN as Debian builds it.
+const SUEXEC_MIN_ID: u32 = 100;
+
+/// Text for a comment line of php-fpm's INI files, which end a line at `\r` as well.
+fn comment(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
 /// The part of a pool's text after its identity lines (what `plan` compares pools by).
 fn pool_body(text: &str) -> &str {
     text.find("\n; mod_fcgid's").map_or("", |i| &text[i + 1..])
@@ -379,7 +431,7 @@ fn pool_body(text: &str) -> &str {
 
 /// `php-fpm.conf`: the master process, which includes every pool.
 pub fn master(opts: &Options) -> String {
-    let rt = opts.runtime_dir.to_string_lossy();
+    let rt = run_dir(opts).to_string_lossy().into_owned();
     let out = opts.out_dir.to_string_lossy();
     let v = |p: String| ini_value(&p).unwrap_or(p);
     format!(
@@ -406,16 +458,22 @@ mod tests {
             "[PHP]\n; a comment\nmemory_limit = 128M ; trailing\nerror_log = \"/var/log/php x.log\"\n\
              extension=gd\n[PATH=/var/www/a]\nupload_max_filesize = 1M\n[Date]\ndate.timezone = UTC\n",
         );
+        let bare = |v: &str| IniValue::Bare(v.into());
         assert_eq!(
             e,
             vec![
-                ("memory_limit".into(), "128M".into()),
-                ("error_log".into(), "/var/log/php x.log".into()),
-                ("extension".into(), "gd".into()),
-                ("date.timezone".into(), "UTC".into()),
+                ("memory_limit".into(), bare("128M")),
+                ("error_log".into(), IniValue::Quoted("/var/log/php x.log".into())),
+                ("extension".into(), bare("gd")),
+                ("date.timezone".into(), bare("UTC")),
             ]
         );
         assert_eq!(scoped, 1);
+        // a constant expression stays one, a quoted word stays a string
+        assert_eq!(ini_entry_value(&bare("E_ALL & ~E_NOTICE")).as_deref(), Some("E_ALL & ~E_NOTICE"));
+        assert_eq!(ini_entry_value(&IniValue::Quoted("none".into())).as_deref(), Some("\"none\""));
+        assert_eq!(ini_entry_value(&bare("${HOME}")), None);
+        assert_eq!(ini_entry_value(&bare("a[b]")), None);
     }
 
     #[test]

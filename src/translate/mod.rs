@@ -69,6 +69,9 @@ pub struct Conversion {
     pub user_at: String,
     /// The php-fpm pools written (`php-fpm.conf` runs them), for PHP as the site's user.
     pub pools: Vec<fpm::Pool>,
+    /// The folder of php-fpm's pid file, log and sockets, when there are pools (made by
+    /// the writer, root's: `fpm::run_dir`).
+    pub fpm_run: Option<PathBuf>,
 }
 
 /// Something outside the output that lighttpd reads or runs, with the Apache `file:line`
@@ -368,6 +371,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         user: user.map(|u| u.value.clone()),
         group: group.map(|g| g.value.clone()),
         user_at: user.map(|u| cfg.sources.line_ref(u.span)).unwrap_or_default(),
+        fpm_run: (!site_pools.pools.is_empty()).then(|| fpm::run_dir(opts)),
         pools: site_pools.pools,
     }
 }

@@ -427,20 +427,23 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     let dir = tempfile::tempdir().unwrap();
     crate::helpers::set_mode(dir.path(), 0o755);
     let tree = dir.path().join("server");
-    generate_n(&tree, 3);
-    // two accounts of users of every Debian machine; d002 keeps Plesk's own php-fpm socket
-    let accounts =
-        [("d000.example", "nobody", "nogroup", "96M"), ("d001.example", "daemon", "daemon", "64M")];
+    generate_n(&tree, 4);
+    // two accounts of identities of every Debian machine that suexec would take (ids of 100
+    // and more); d002 keeps Plesk's own php-fpm socket, and d003 names a system group
+    // (shadow), which suexec refuses and so does the conversion
+    let accounts = [("d000.example", "nobody", "nogroup", "96M"), ("d001.example", "nobody", "users", "64M")];
+    fcgid_account(&tree, "d003.example", "nobody", "shadow", "32M");
     for (d, user, group, mem) in accounts {
         fcgid_account(&tree, d, user, group, mem);
     }
-    for i in 0..3 {
+    for i in 0..4 {
         let d = format!("d{i:03}.example");
         let docroot = tree.join(format!("var/www/vhosts/{d}/httpdocs"));
         std::fs::write(docroot.join("page.html"), format!("<p>{d}</p>\n")).unwrap();
         std::fs::write(
             docroot.join("whoami.php"),
-            "<?php echo posix_getpwuid(posix_geteuid())['name'], ' ', ini_get('memory_limit'), \"\\n\";\n",
+            "<?php echo posix_getpwuid(posix_geteuid())['name'], ':', posix_getgrgid(posix_getegid())['name'], ' ', \
+             ini_get('memory_limit'), \"\\n\";\n",
         )
         .unwrap();
     }
@@ -465,7 +468,8 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
             format!("[{d}]"),
             format!("user = {user}"),
             format!("group = {group}"),
-            format!("listen = {}/run/php-fpm-{d}.sock", combined.display()),
+            format!("listen = {}/php-fpm/run/{d}.sock", combined.display()),
+            "listen.owner = root".into(),
             "listen.mode = 0660".into(),
             "pm.max_children = 4".into(),
             format!("php_value[memory_limit] = {mem}"),
@@ -514,12 +518,12 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     let run = r.stdout.lines().find_map(|l| l.strip_prefix("run them all: ")).expect("a run line");
     let (start_fpm, start_lighttpd) = run.split_once(" && ").expect("php-fpm && lighttpd");
     assert!(start_lighttpd.starts_with(&format!("lighttpd -D -f {}", out.join("lighttpd.conf").display())));
-    let _master = FpmMaster(combined.join("run/php-fpm.pid"));
+    let _master = FpmMaster(combined.join("php-fpm/run/php-fpm.pid"));
     let st = std::process::Command::new("sh").arg("-c").arg(start_fpm).status().unwrap();
     assert!(
         st.success(),
         "{start_fpm}: {st}; {:?}",
-        std::fs::read_to_string(combined.join("run/php-fpm.log"))
+        std::fs::read_to_string(combined.join("php-fpm/run/php-fpm.log"))
     );
 
     let lsb = sandbox::Sandbox::new("lighten-fpm-lighttpd-").unwrap();
@@ -529,15 +533,36 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
             .unwrap()
     };
     let root = unsafe { libc::geteuid() } == 0;
-    for (d, user, _, mem) in accounts {
+    for (d, user, group, mem) in accounts {
         let a = ask(lport, d, "/whoami.php");
         // (as a normal user php-fpm runs every pool as that user)
-        let me = if root { user.to_string() } else { std::env::var("USER").unwrap_or_default() };
+        let me = if root {
+            format!("{user}:{group}")
+        } else {
+            let id = |f: &str| {
+                String::from_utf8(std::process::Command::new("id").arg(f).output().unwrap().stdout).unwrap()
+            };
+            format!("{}:{}", id("-un").trim(), id("-gn").trim())
+        };
         assert_eq!(
             (a.status, String::from_utf8_lossy(&a.body).trim()),
             (200, format!("{me} {mem}").as_str()),
             "{d}"
         );
+    }
+
+    // the system group's PHP is not run at all (Apache's suexec refuses it too)
+    let refused = ask(lport, "d003.example", "/whoami.php");
+    assert_eq!(refused.status, 403, "{:?}", String::from_utf8_lossy(&refused.body));
+    assert!(!combined.join("php-fpm/d003.example.conf").exists());
+    // the sockets and php-fpm's own files are in root's folder, the socket lighttpd's group's
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let me = unsafe { libc::geteuid() };
+        let sock = std::fs::metadata(combined.join("php-fpm/run/d000.example.sock")).unwrap();
+        assert_eq!((sock.uid(), sock.mode() & 0o777), (me, if root { 0o660 } else { 0o600 }));
+        let run = std::fs::metadata(combined.join("php-fpm/run")).unwrap();
+        assert_eq!((run.uid(), run.permissions().mode() & 0o022), (me, 0));
     }
 
     // the static pages of every account as Apache answers them
@@ -549,7 +574,7 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     let ap =
         apache::start(&cfg, &sb, &apache::ApacheOptions { php_echo: false, rewrite_trace: None }).unwrap();
     let aport = ap.port_for(80).unwrap();
-    for i in 0..3 {
+    for i in 0..4 {
         let d = format!("d{i:03}.example");
         let (l, a) = (ask(lport, &d, "/page.html"), ask(aport, &d, "/page.html"));
         assert_eq!((l.status, &l.body), (a.status, &a.body), "{d}");
