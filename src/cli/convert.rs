@@ -243,12 +243,39 @@ pub fn ready_to_run(
 /// `server.username`, gives it (and the logs an earlier run left there) to that user.
 pub fn give_runtime_dir(conv: &translate::Conversion, runtime_dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(runtime_dir).with_context(|| format!("creating {}", runtime_dir.display()))?;
-    // php-fpm's folder stays the converting user's (root's): not a link, not lighttpd's
+    // php-fpm's folders (its pools, its sockets and log) stay the converting user's
+    // (root's): not lighttpd's runtime folder or inside it or around it, not a link, and
+    // taken back from whoever else owns them
     if let Some(d) = &conv.fpm_run {
+        let pools = d.parent().unwrap_or(d);
+        let rt = std::path::absolute(runtime_dir)?;
+        if pools.starts_with(&rt) || rt.starts_with(pools) {
+            anyhow::bail!(
+                "the runtime folder {} holds or is inside {}, php-fpm's pools: lighttpd's user would own \
+                 them; choose another --runtime-dir",
+                rt.display(),
+                pools.display()
+            );
+        }
         if std::fs::symlink_metadata(d).is_ok_and(|m| !m.is_dir()) {
             anyhow::bail!("{} is not a folder: not running php-fpm's sockets there", d.display());
         }
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        let me = preflight::Identity::current();
+        for f in [pools, d.as_path()] {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let m = std::fs::symlink_metadata(f)?;
+            if !m.is_dir() {
+                anyhow::bail!("{} is not a folder: not running php-fpm there", f.display());
+            }
+            if m.uid() != me.uid {
+                std::os::unix::fs::lchown(f, Some(me.uid), Some(me.gid))
+                    .with_context(|| format!("taking back {}", f.display()))?;
+            }
+            if m.mode() & 0o022 != 0 {
+                std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
     }
     if let Ok(id) = preflight::server_identity(conv.user.as_deref(), conv.group.as_deref())
         && id.uid != preflight::Identity::current().uid

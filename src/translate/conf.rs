@@ -1041,7 +1041,7 @@ fn php_block(
     };
     if opts.php_backend.is_none() && site_refused {
         return format!(
-            "{pad}# PHP refused: Apache's suexec would not run it as its SuexecUserGroup (report.md)\n\
+            "{pad}# PHP refused: no php-fpm pool may run it as Apache ran it (report.md says why)\n\
              {pad}fastcgi.server = ( )\n"
         );
     }

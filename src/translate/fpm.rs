@@ -102,10 +102,19 @@ fn ini_key(k: &str) -> bool {
 fn ini_entry_value(v: &IniValue) -> Option<String> {
     match v {
         IniValue::Quoted(inner) => ini_value(inner).map(|_| format!("\"{inner}\"")),
-        IniValue::Bare(raw) => raw
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || " _.:/,+@&|~!^()-".contains(c))
-            .then(|| raw.clone()),
+        // one word, or constants and numbers joined by the INI parser's operators
+        // (`E_ALL & ~E_NOTICE`): php-fpm refuses what its parser cannot read (`E_ALL & ~`),
+        // and so every pool, where PHP would skip the one line
+        IniValue::Bare(raw) => {
+            let word = |w: &str| {
+                !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_.:/,+@-".contains(c))
+            };
+            let expression = raw.split(['&', '|', '^']).all(|term| {
+                let t = term.trim().trim_start_matches(['~', '!']).trim();
+                !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            (word(raw) || expression).then(|| raw.clone())
+        }
     }
 }
 
@@ -201,8 +210,9 @@ pub fn plan(
         };
         // suexec runs nothing below its minimum uid and gid (AP_UID_MIN, AP_GID_MIN: 100 in
         // Debian's build): neither does a pool (`shadow`, `disk`, www-data's own)
-        let system = crate::run::preflight::Identity::user(user, Some(group))
-            .is_ok_and(|id| id.uid < SUEXEC_MIN_ID || id.gid < SUEXEC_MIN_ID);
+        let system = ids(user, group).is_some_and(|(u, g)| {
+            u.is_some_and(|u| u < SUEXEC_MIN_ID) || g.is_some_and(|g| g < SUEXEC_MIN_ID)
+        });
         if !plain_name(user) || !plain_name(group) || user == "root" || group == "root" || system {
             findings.push(Finding::approximated(
                 Code::PhpUser,
@@ -236,7 +246,7 @@ pub fn plan(
         // (bounded as php-fpm takes them: one account's huge value must not stop every pool;
         // mod_fcgid's FcgidMaxProcesses, 1,000 by default, bounds a class in Apache)
         let children = number("FcgidMaxProcessesPerClass", 100, &mut carried).clamp(1, 1000);
-        let idle = number("FcgidIdleTimeout", 300, &mut carried).min(86_400);
+        let idle = number("FcgidIdleTimeout", 300, &mut carried).clamp(1, 86_400);
         let requests = number("FcgidMaxRequestsPerProcess", 0, &mut carried).min(i32::MAX as u64);
         body.push_str(&format!(
             "; mod_fcgid's process management (FcgidMaxProcessesPerClass, FcgidIdleTimeout,\n\
@@ -262,7 +272,10 @@ pub fn plan(
             let ok = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !name.is_empty();
             match (ok, ini_value(&value)) {
                 (true, Some(v)) => {
-                    body.push_str(&format!("; {}\nenv[{name}] = {v}\n", cfg.sources.line_ref(d.at)));
+                    body.push_str(&format!(
+                        "; {}\nenv[{name}] = {v}\n",
+                        comment(&cfg.sources.line_ref(d.at))
+                    ));
                     carried.push(d.at);
                     if name == "PP_CUSTOM_PHP_INI" {
                         ini_path = Some((value.clone(), d.at));
@@ -355,9 +368,25 @@ pub fn plan(
                 // php-fpm, and every pool with it; the pool's number then names it.
                 let mut socket = run_dir(opts).join(format!("{name}.sock")).to_string_lossy().into_owned();
                 let mut k = pools.pools.len() + 1;
-                while socket.len() > 100 || pools.pools.iter().any(|p| p.socket == socket) {
+                while socket.len() <= 100 && pools.pools.iter().any(|p| p.socket == socket)
+                    || socket.len() > 100 && !socket.ends_with(&format!("/pool-{}.sock", k - 1))
+                {
+                    // (a numbered name too long means every one is: then the loop ends)
                     socket = run_dir(opts).join(format!("pool-{k}.sock")).to_string_lossy().into_owned();
                     k += 1;
+                }
+                if socket.len() > 100 {
+                    findings.push(Finding::approximated(
+                        Code::PhpUser,
+                        suexec.span,
+                        format!(
+                            "the output folder's path is too long for a socket of php-fpm ({} bytes of 107): \
+                             the site's PHP is refused (403); convert into a shorter folder",
+                            socket.len()
+                        ),
+                    ));
+                    pools.refused[n] = true;
+                    continue;
                 }
                 let Some(listen) = ini_value(&socket) else {
                     findings.push(Finding::approximated(
@@ -416,6 +445,20 @@ pub fn run_dir(opts: &Options) -> std::path::PathBuf {
     opts.out_dir.join(DIR).join("run")
 }
 
+/// The uid of `user` and the gid of `group` on this machine, each where it exists (None for
+/// a name that cannot be asked about).
+fn ids(user: &str, group: &str) -> Option<(Option<u32>, Option<u32>)> {
+    let (u, g) = (std::ffi::CString::new(user).ok()?, std::ffi::CString::new(group).ok()?);
+    // SAFETY: getpwnam and getgrnam return static storage or null; the id is read at once.
+    unsafe {
+        let pw = libc::getpwnam(u.as_ptr());
+        let uid = (!pw.is_null()).then(|| (*pw).pw_uid);
+        let gr = libc::getgrnam(g.as_ptr());
+        let gid = (!gr.is_null()).then(|| (*gr).gr_gid);
+        Some((uid, gid))
+    }
+}
+
 /// suexec's AP_UID_MIN and AP_GID_MIN as Debian builds it.
 const SUEXEC_MIN_ID: u32 = 100;
 
@@ -429,22 +472,30 @@ fn pool_body(text: &str) -> &str {
     text.find("\n; mod_fcgid's").map_or("", |i| &text[i + 1..])
 }
 
-/// `php-fpm.conf`: the master process, which includes every pool.
-pub fn master(opts: &Options) -> String {
+/// `php-fpm.conf`: the master process, which includes each pool of this conversion by
+/// name (a pool file an earlier conversion left behind is not run).
+pub fn master(opts: &Options, pools: &[Pool]) -> String {
     let rt = run_dir(opts).to_string_lossy().into_owned();
-    let out = opts.out_dir.to_string_lossy();
     let v = |p: String| ini_value(&p).unwrap_or(p);
+    let includes: String = pools
+        .iter()
+        .map(|p| {
+            format!(
+                "include = {}\n",
+                v(opts.out_dir.join(DIR).join(format!("{}.conf", p.name)).display().to_string())
+            )
+        })
+        .collect();
     format!(
         "; Generated by lighten: php-fpm for the sites whose PHP Apache ran as their own user (one\n\
          ; pool each in {DIR}/). Started as root, it runs each pool's PHP as the pool's user:\n\
          ;   {bin} -y {conf}\n\
          ; (systemd/lighten-php-fpm.service runs it as a service.)\n\
-         [global]\npid = {pid}\nerror_log = {log}\ndaemonize = yes\ninclude = {pools}\n",
+         [global]\npid = {pid}\nerror_log = {log}\ndaemonize = yes\n{includes}",
         bin = binary(),
         conf = opts.out_dir.join(MASTER).display(),
         pid = v(format!("{rt}/php-fpm.pid")),
         log = v(format!("{rt}/php-fpm.log")),
-        pools = v(format!("{out}/{DIR}/*.conf")),
     )
 }
 
@@ -474,6 +525,9 @@ mod tests {
         assert_eq!(ini_entry_value(&IniValue::Quoted("none".into())).as_deref(), Some("\"none\""));
         assert_eq!(ini_entry_value(&bare("${HOME}")), None);
         assert_eq!(ini_entry_value(&bare("a[b]")), None);
+        for broken in ["E_ALL & ~", "(E_ALL", "yes no", "On Off", "!", "a & & b"] {
+            assert_eq!(ini_entry_value(&bare(broken)), None, "{broken}");
+        }
     }
 
     #[test]

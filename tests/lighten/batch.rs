@@ -510,6 +510,21 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     assert!(unit.contains(&format!("--nodaemonize -y {}/php-fpm.conf", one.display())), "{unit}");
     let drop_in = std::fs::read_to_string(one.join("systemd/lighttpd.service.d/lighten.conf")).unwrap();
     assert!(drop_in.contains("Wants=lighten-php-fpm.service"), "{drop_in}");
+    // a runtime folder (lighttpd's user's) around php-fpm's pools is refused
+    let around = dir.path().join("around");
+    let c = lighten(&[
+        "convert",
+        "--sysroot",
+        tree.to_str().unwrap(),
+        tree.join("var/www/vhosts").to_str().unwrap(),
+        "--vhost",
+        "d000.example",
+        "--out",
+        around.to_str().unwrap(),
+        "--runtime-dir",
+        around.to_str().unwrap(),
+    ]);
+    assert!(c.code == 2 && c.stderr.contains("choose another --runtime-dir"), "{}: {}", c.code, c.stderr);
     let t =
         std::process::Command::new(&fpm).args(["-t", "-y"]).arg(one.join("php-fpm.conf")).output().unwrap();
     assert!(t.status.success(), "php-fpm -t: {}", String::from_utf8_lossy(&t.stderr));
