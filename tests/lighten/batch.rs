@@ -483,17 +483,16 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     let conf = std::fs::read_to_string(combined.join("lighttpd.conf")).unwrap();
     assert!(conf.contains("/var/www/vhosts/system/d002.example/php-fpm.sock"), "{conf}");
     // convert of one such account: the same pool, its unit, and lighttpd's service wanting it
+    let (sysroot, vhosts) = (tree.to_str().unwrap(), tree.join("var/www/vhosts"));
+    let convert_d000 = |out: &Path, extra: &[&str]| {
+        let mut args =
+            vec!["convert", "--sysroot", sysroot, vhosts.to_str().unwrap(), "--vhost", "d000.example"];
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        lighten(&args)
+    };
     let one = dir.path().join("one");
-    let c = lighten(&[
-        "convert",
-        "--sysroot",
-        tree.to_str().unwrap(),
-        tree.join("var/www/vhosts").to_str().unwrap(),
-        "--vhost",
-        "d000.example",
-        "--out",
-        one.to_str().unwrap(),
-    ]);
+    let c = convert_d000(&one, &[]);
     assert!(c.code <= 1, "{}", c.stderr);
     assert!(one.join("php-fpm/d000.example.conf").exists());
     assert!(
@@ -512,18 +511,7 @@ fn accounts_whose_php_ran_as_their_own_user_get_a_php_fpm_pool_as_that_user() {
     assert!(drop_in.contains("Wants=lighten-php-fpm.service"), "{drop_in}");
     // a runtime folder (lighttpd's user's) around php-fpm's pools is refused
     let around = dir.path().join("around");
-    let c = lighten(&[
-        "convert",
-        "--sysroot",
-        tree.to_str().unwrap(),
-        tree.join("var/www/vhosts").to_str().unwrap(),
-        "--vhost",
-        "d000.example",
-        "--out",
-        around.to_str().unwrap(),
-        "--runtime-dir",
-        around.to_str().unwrap(),
-    ]);
+    let c = convert_d000(&around, &["--runtime-dir", around.to_str().unwrap()]);
     assert!(c.code == 2 && c.stderr.contains("choose another --runtime-dir"), "{}: {}", c.code, c.stderr);
     let t =
         std::process::Command::new(&fpm).args(["-t", "-y"]).arg(one.join("php-fpm.conf")).output().unwrap();
