@@ -137,6 +137,50 @@ pub struct AllowOverride {
     pub at: Span,
 }
 
+/// What Apache's core (`server_hostname_port`) refuses in `ServerName [scheme://]host[:port]`,
+/// in its words: a wildcard (`apr_fnmatch_test`: `*`, `?`, `[...]`), or a port that `atoi`
+/// does not read as 1..65535 after the first `:` past the scheme.
+pub fn server_name_error(arg: &str) -> Option<String> {
+    let b = arg.as_bytes();
+    let (mut i, mut nesting) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'?' | b'*' => return Some(wildcard(arg)),
+            b'\\' => {
+                i += 1;
+                if i >= b.len() {
+                    break;
+                }
+            }
+            b'[' => nesting += 1,
+            b']' if nesting > 0 => return Some(wildcard(arg)),
+            _ => {}
+        }
+        i += 1;
+    }
+    let part = arg.find("://").map_or(arg, |k| &arg[k + 3..]);
+    let port = part.split_once(':')?.1;
+    // atoi: blanks, a sign, digits; whatever follows is ignored
+    let t = port.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n: u64 = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
+    if neg || n == 0 || n >= 65536 {
+        return Some(format!("The port number \"{arg}\" is outside the appropriate range (i.e., 1..65535)."));
+    }
+    None
+}
+
+fn wildcard(arg: &str) -> String {
+    format!("Invalid ServerName \"{arg}\" use ServerAlias to set multiple server names.")
+}
+
 /// `Listen [addr:]port [protocol]`.
 pub fn read_listen(item: &Item, cx: &mut ReadCx) -> Option<Listener> {
     let spec = item.arg(0)?;
@@ -254,5 +298,35 @@ mod tests {
         assert_eq!(split_host_port("[2001:db8::10]:443"), (Some("[2001:db8::10]".into()), Some("443")));
         assert_eq!(split_host_port("*:80"), (Some("*".into()), Some("80")));
         assert_eq!(split_host_port("example.com"), (Some("example.com".into()), None));
+    }
+}
+
+#[cfg(test)]
+mod server_name_tests {
+    use super::server_name_error;
+
+    /// Each value as `apache2 -t` answered it on this machine (2.4.71): Syntax OK, or AH00526.
+    #[test]
+    fn server_names_apache_refuses_at_startup() {
+        for ok in [
+            "example.com",
+            "a\rb.example",
+            "a/b",
+            "a_b",
+            "a%b",
+            "example.com:80",
+            "https://example.com:443",
+            "a:80x",
+            "x[ay",
+        ] {
+            assert_eq!(server_name_error(ok), None, "{ok:?}");
+        }
+        for bad in
+            ["a:99999", "a:x", "[::1", "*.example.com", "a?b", "x[a]y", "a:0", "a:-80", "http://a:70000"]
+        {
+            assert!(server_name_error(bad).is_some(), "{bad:?}");
+        }
+        assert!(server_name_error("a:x").unwrap().starts_with("The port number \"a:x\" is outside"));
+        assert!(server_name_error("*.a").unwrap().starts_with("Invalid ServerName \"*.a\""));
     }
 }

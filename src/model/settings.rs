@@ -247,7 +247,15 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         // host settings
         "servername" => {
             if let Some(v) = first(item) {
-                set(&mut s.host_mut().server_name, v, item);
+                match server::server_name_error(&v) {
+                    // Apache stops at startup (AH00526)
+                    Some(msg) => cx.diags.push(Diagnostic::new(
+                        crate::diagnostic::Code::BadArgument,
+                        item.args[0].span,
+                        msg,
+                    )),
+                    None => set(&mut s.host_mut().server_name, v, item),
+                }
             }
         }
         "serveralias" => s
