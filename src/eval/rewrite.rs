@@ -571,20 +571,7 @@ fn cmp_nocase(a: &str, b: &str) -> i32 {
     }
 }
 
-/// C's `atoi()`: leading space, sign, digits, then stop.
-fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let n: i64 = digits
-        .bytes()
-        .take_while(|b| b.is_ascii_digit())
-        .fold(0i64, |acc, b| acc.saturating_mul(10).saturating_add((b - b'0') as i64));
-    if neg { -n } else { n }
-}
+use crate::model::server::atoi;
 
 /// A content type as Apache stores it (ap_content_type_tolower): the type and subtype
 /// in lower case, parameters as written (`[T=Text/X-Custom]` answers `text/x-custom`).

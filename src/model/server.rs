@@ -160,21 +160,26 @@ pub fn server_name_error(arg: &str) -> Option<String> {
     }
     let part = arg.find("://").map_or(arg, |k| &arg[k + 3..]);
     let port = part.split_once(':')?.1;
-    // atoi: blanks, a sign, digits; whatever follows is ignored
-    let t = port.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let n = atoi(port);
+    if n <= 0 || n >= 65536 {
+        return Some(format!("The port number \"{arg}\" is outside the appropriate range (i.e., 1..65535)."));
+    }
+    None
+}
+
+/// C's `atoi()`: leading space, sign, digits, then stop.
+pub fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    let n: u64 = digits
+    let n: i64 = digits
         .bytes()
         .take_while(u8::is_ascii_digit)
-        .fold(0u64, |acc, d| acc.saturating_mul(10).saturating_add(u64::from(d - b'0')));
-    if neg || n == 0 || n >= 65536 {
-        return Some(format!("The port number \"{arg}\" is outside the appropriate range (i.e., 1..65535)."));
-    }
-    None
+        .fold(0i64, |acc, d| acc.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    if neg { -n } else { n }
 }
 
 fn wildcard(arg: &str) -> String {
