@@ -331,20 +331,9 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     } else {
         writeln!(stdout, "wrote {}: {} accounts ({counts})", s.out.display(), t.accounts)?;
         if let Some(c) = summary.combined.as_ref().filter(|c| c.status != Status::Failed && starts) {
-            let lighttpd = format!(
-                "lighttpd -D -f {}",
-                super::wizard::quote(&s.out.join(&c.config).display().to_string())
-            );
-            let run = if combined_fpm {
-                let master = s.out.join(&names.combined).join(crate::translate::fpm::MASTER);
-                format!(
-                    "{} -y {} && {lighttpd}",
-                    crate::translate::fpm::binary(),
-                    super::wizard::quote(&master.display().to_string())
-                )
-            } else {
-                lighttpd
-            };
+            let master = s.out.join(&names.combined).join(crate::translate::fpm::MASTER);
+            let run =
+                super::service::run_line(&s.out.join(&c.config), combined_fpm.then_some(master.as_path()));
             writeln!(stdout, "run them all: {run} ({} accounts)", c.accounts)?;
         }
         writeln!(stdout, "summary: {}", s.out.join(&names.markdown).display())?;

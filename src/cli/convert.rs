@@ -135,7 +135,10 @@ pub fn run(a: ConvertArgs, settings: &Resolved, color: bool) -> anyhow::Result<i
         let counts: Vec<String> = conv.report.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         writeln!(stdout, "wrote {} ({})", out_dir.display(), counts.join(", "))?;
         if !problems.iter().any(|p| p.level == Level::Error) {
-            writeln!(stdout, "run: {}", super::service::run_line(&out_dir, fpm))?;
+            let master = out_dir.join(crate::translate::fpm::MASTER);
+            let line =
+                super::service::run_line(&out_dir.join("lighttpd.conf"), fpm.then_some(master.as_path()));
+            writeln!(stdout, "run: {line}")?;
             writeln!(stdout, "keep it in step with .htaccess edits: {}", in_here(&a, &shell_line(&watch))?)?;
             let units = if fpm {
                 format!("{} {}", super::service::FPM_UNIT, super::service::WATCH_UNIT)

@@ -101,18 +101,14 @@ pub fn units(
     units
 }
 
-/// The shell line that starts a conversion by hand: php-fpm first when it has pools.
-pub fn run_line(out_dir: &Path, fpm: bool) -> String {
-    let q = |p: PathBuf| super::wizard::quote(&p.display().to_string());
-    let lighttpd = format!("lighttpd -D -f {}", q(out_dir.join("lighttpd.conf")));
-    if fpm {
-        format!(
-            "{} -y {} && {lighttpd}",
-            crate::translate::fpm::binary(),
-            q(out_dir.join(crate::translate::fpm::MASTER))
-        )
-    } else {
-        lighttpd
+/// The shell line that starts a lighttpd configuration by hand: php-fpm's master first
+/// when the conversion has pools.
+pub fn run_line(conf: &Path, fpm_master: Option<&Path>) -> String {
+    let q = |p: &Path| super::wizard::quote(&p.display().to_string());
+    let lighttpd = format!("lighttpd -D -f {}", q(conf));
+    match fpm_master {
+        Some(m) => format!("{} -y {} && {lighttpd}", crate::translate::fpm::binary(), q(m)),
+        None => lighttpd,
     }
 }
 

@@ -29,18 +29,6 @@ pub struct Php {
     _child: Child,
 }
 
-/// php-fpm's binary on Debian (`php-fpm8.2`), if installed.
-fn fpm_binary() -> Option<String> {
-    let mut found: Vec<String> = std::fs::read_dir("/usr/sbin")
-        .ok()?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("php-fpm"))
-        .collect();
-    found.sort();
-    found.pop().map(|n| format!("/usr/sbin/{n}"))
-}
-
 impl Php {
     pub fn start(sandbox: &Sandbox, echo: bool) -> io::Result<Php> {
         let port = free_port()?;
@@ -48,7 +36,7 @@ impl Php {
         if echo {
             std::fs::write(&echo_path, ECHO_SCRIPT)?;
         }
-        let (mut child, kind, log) = match fpm_binary() {
+        let (mut child, kind, log) = match crate::translate::fpm::installed().map(str::to_string) {
             Some(fpm) => start_fpm(&fpm, sandbox, port, echo.then_some(echo_path.as_path()))?,
             None => start_cgi(sandbox, port, echo.then_some(echo_path.as_path()))?,
         };

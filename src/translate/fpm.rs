@@ -21,6 +21,7 @@
 //! A host whose PHP Apache hands to a FastCGI socket keeps that socket (Plesk's own
 //! php-fpm pools already run as the account's user); `--php-backend` replaces both.
 
+use super::conf::comment;
 use super::{Code, Finding, Options, conf};
 use crate::config::Config;
 use crate::model::Model;
@@ -37,6 +38,8 @@ pub struct Pool {
     /// SuexecUserGroup's place.
     pub at: Span,
     pub text: String,
+    /// The identity and settings: hosts with the same share the pool.
+    key: String,
 }
 
 /// The pools of a conversion, and which one each host (as `conf::hosts` numbers them) uses.
@@ -54,17 +57,27 @@ pub const MASTER: &str = "php-fpm.conf";
 pub const DIR: &str = "php-fpm";
 
 /// php-fpm's binary on this machine (Debian names it by version: `/usr/sbin/php-fpm8.2`),
-/// the newest when there are several; Debian 12's when there is none.
+/// the newest when there are several; looked for once.
+pub fn installed() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let mut found: Vec<String> = std::fs::read_dir("/usr/sbin")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("php-fpm"))
+                .collect();
+            found.sort();
+            found.pop().map(|n| format!("/usr/sbin/{n}"))
+        })
+        .as_deref()
+}
+
+/// [`installed`], or Debian 12's name when there is none (what the output names).
 pub fn binary() -> String {
-    let mut found: Vec<String> = std::fs::read_dir("/usr/sbin")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("php-fpm"))
-        .collect();
-    found.sort();
-    found.pop().map_or_else(|| "/usr/sbin/php-fpm8.2".to_string(), |n| format!("/usr/sbin/{n}"))
+    installed().unwrap_or("/usr/sbin/php-fpm8.2").to_string()
 }
 
 /// A user or group name as useradd takes it (and nothing an INI file would read otherwise;
@@ -331,10 +344,7 @@ pub fn plan(
         }
         // one pool per identity and settings (a site's http and https hosts share it)
         let key = format!("{user}\0{group}\0{body}");
-        let existing = pools
-            .pools
-            .iter()
-            .position(|p| format!("{}\0{}\0{}", p.user, p.group, pool_body(&p.text)) == key);
+        let existing = pools.pools.iter().position(|p| p.key == key);
         let index = match existing {
             Some(i) => i,
             None => {
@@ -428,6 +438,7 @@ pub fn plan(
                     group: group.to_string(),
                     at: suexec.span,
                     text,
+                    key,
                 });
                 pools.pools.len() - 1
             }
@@ -461,16 +472,6 @@ fn ids(user: &str, group: &str) -> Option<(Option<u32>, Option<u32>)> {
 
 /// suexec's AP_UID_MIN and AP_GID_MIN as Debian builds it.
 const SUEXEC_MIN_ID: u32 = 100;
-
-/// Text for a comment line of php-fpm's INI files, which end a line at `\r` as well.
-fn comment(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
-}
-
-/// The part of a pool's text after its identity lines (what `plan` compares pools by).
-fn pool_body(text: &str) -> &str {
-    text.find("\n; mod_fcgid's").map_or("", |i| &text[i + 1..])
-}
 
 /// `php-fpm.conf`: the master process, which includes each pool of this conversion by
 /// name (a pool file an earlier conversion left behind is not run).
