@@ -90,7 +90,13 @@ def main():
             results[name].append(run(name))
     again = measure(batch)  # over its own output: nothing to write
     files = sum(len(fs) for _, _, fs in os.walk(out))
-    out_mb = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs) / 1e6
+    # the same bytes in many folders are one file (a hard link): counted once, as du does
+    sizes = {}
+    for d, _, fs in os.walk(out):
+        for f in fs:
+            st = os.lstat(os.path.join(d, f))
+            sizes[(st.st_dev, st.st_ino)] = st.st_size
+    out_mb = sum(sizes.values()) / 1e6
     print(f"\n{'command':<28}{'median s':>10}{'min s':>9}{'max s':>9}{'peak RSS MiB':>14}   ({a.runs} alternated runs)")
     med = {}
     for name, rs in results.items():
@@ -98,7 +104,7 @@ def main():
         med[name] = statistics.median(walls)
         print(f"{name:<28}{med[name]:>10.2f}{min(walls):>9.2f}{max(walls):>9.2f}{max(r[1] for r in rs) / 1024:>14.1f}")
     print(f"{'lighten batch (unchanged)':<28}{again[0]:>10.2f}{'':>9}{'':>9}{again[1] / 1024:>14.1f}")
-    print(f"\nlighten batch wrote {files} files ({out_mb:.0f} MB) for {a.domains} accounts and the combined "
+    print(f"\nlighten batch wrote {files} files ({len(sizes)} distinct, {out_mb:.0f} MB) for {a.domains} accounts and the combined "
           f"configuration: {med['lighten batch'] / a.domains * 1000:.1f} ms per account, "
           f"{med['lighten batch'] / med['apache2 -t']:.0f}x the time apache2 -t takes to check the same tree")
 

@@ -442,7 +442,7 @@ mod tests {
             *counts.entry(e.fate.label().to_string()).or_insert(0) += 1;
         }
         let site = SiteVerdict::of(domain.to_string(), &entries.iter().collect::<Vec<_>>());
-        Report { entries, counts, sites: vec![site] }
+        Report { entries, counts, sites: vec![site], elsewhere: None }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::run::preflight::{Level, Problem};
 use crate::translate::Report;
 use crate::{model, plan};
 use anyhow::Context;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +41,9 @@ struct Settings {
     strict: bool,
     /// Where the accounts that stay on Apache are served (`--fallback-apache`).
     fallback: Option<Backend>,
+    /// Every file written, by content: the same bytes again (the runtime in every
+    /// account, each account's modules in the combined folder) are one file on disk.
+    written: plan::Shared,
     jobs: usize,
     shard: Shard,
     dry_run: bool,
@@ -107,11 +110,13 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         root: a.root.clone(),
         root_shown: std::path::absolute(&a.root).unwrap_or_else(|_| a.root.clone()).display().to_string(),
         out,
-        load: load_options(&a.load),
+        // every account reads the same server configuration: its includes are expanded once
+        load: LoadOptions { shared: Some(Default::default()), ..load_options(&a.load) },
         listen,
         php: settings.php_backend.clone(),
         strict: settings.strict,
         fallback: a.fallback_apache.clone(),
+        written: plan::Shared::default(),
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1),
         shard: a.shard.unwrap_or(Shard::ALL),
         dry_run: a.dry_run,
@@ -149,6 +154,8 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
     let mut failed = 0;
     let mut stdout = std::io::stdout().lock();
     let mut io_error: Option<std::io::Error> = None;
+    // every entry of the accounts' own reports, which the combined report need not repeat
+    let mut held: HashSet<u64> = HashSet::new();
     parallel(
         domains.len(),
         s.jobs,
@@ -156,13 +163,17 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
             let d = &domains[i];
             if names.clashes(d) {
                 let f = Failure::other(format!("the folder {d} would clash with batch's own {d}"));
-                return (Account::failed(d, f), Vec::new());
+                return (Account::failed(d, f), Vec::new(), Vec::new());
             }
-            guarded(|| convert(&s, std::slice::from_ref(d), d, false))
-                .map(|done| (Account::converted(d, &done.report), done.changes))
-                .unwrap_or_else(|f| (Account::failed(d, f), Vec::new()))
+            guarded(|| convert(&s, std::slice::from_ref(d), d, None))
+                .map(|done| {
+                    let prints = done.report.entries.iter().map(|e| e.fingerprint()).collect();
+                    (Account::converted(d, &done.report), done.changes, prints)
+                })
+                .unwrap_or_else(|f| (Account::failed(d, f), Vec::new(), Vec::new()))
         },
-        |i, (row, ch)| {
+        |i, (row, ch, prints)| {
+            held.extend(prints);
             if row.status == Status::Failed {
                 failed += 1;
             }
@@ -210,7 +221,7 @@ pub fn run(a: BatchArgs, settings: &crate::settings::Resolved, color: bool) -> a
         if let Some(b) = &bar {
             b.set_message(format!("then the {} converted accounts together", converted.len()));
         }
-        let c = guarded(|| convert(&s, &converted, &names.combined, true));
+        let c = guarded(|| convert(&s, &converted, &names.combined, Some(&held)));
         Some(match c {
             Ok(done) => {
                 combined_problems = done.problems;
@@ -376,7 +387,15 @@ fn named_accounts<'a>(domains: &[String], names: &'a [String]) -> Result<impl Fn
 /// Loads `domains` of the root (alone, inside the server-wide configuration), converts
 /// them for `OUT/folder`, and writes the files (or, in a dry run, diffs them).  An error
 /// Apache would refuse the configuration for stops here, before anything is written.
-fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Result<Done, Failure> {
+/// The combined conversion (`held`: the fingerprints of the accounts' report entries)
+/// is checked as a whole, and its report lists only what the accounts' reports do not.
+fn convert(
+    s: &Settings,
+    domains: &[String],
+    folder: &str,
+    held: Option<&HashSet<u64>>,
+) -> Result<Done, Failure> {
+    let check = held.is_some();
     let mut opts = s.load.clone();
     opts.plesk_domains = Some(domains.to_vec());
     let mut cfg = config::load(&s.root, &opts).map_err(|e| Failure::other(e.to_string()))?;
@@ -409,6 +428,16 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
         });
     }
     let report = std::mem::take(&mut conv.report);
+    if let Some(held) = held {
+        let shown = report.leaving_out(held, "an account's own report (<domain>/report.md)");
+        for (rel, text) in conv.files.iter_mut() {
+            if rel == Path::new("report.md") {
+                *text = shown.to_markdown();
+            } else if rel == Path::new("report.json") {
+                *text = shown.to_json();
+            }
+        }
+    }
     let fpm = !conv.pools.is_empty();
     let modules = conv
         .files
@@ -426,7 +455,7 @@ fn convert(s: &Settings, domains: &[String], folder: &str, check: bool) -> Resul
     let changes = if s.dry_run {
         plan::diff_files(&s.out, &files).map_err(write_error)?
     } else {
-        plan::apply(&s.out, &files).map_err(write_error)?;
+        plan::apply_shared(&s.out, &files, &s.written).map_err(write_error)?;
         give_runtime_dir(&conv, &p.runtime_dir).map_err(|e| Failure::other(format!("{e:#}")))?;
         if check {
             problems = check_setup(&conv, written, &p.out_dir, &p.runtime_dir);

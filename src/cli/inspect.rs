@@ -30,6 +30,7 @@ pub fn load_options(a: &LoadArgs) -> LoadOptions {
         server_name: a.server_name.clone(),
         walk_limit: a.walk_limit,
         plesk_domains: None,
+        shared: None,
     }
 }
 

@@ -18,9 +18,9 @@ use crate::catalogue::{Arity, Where, catalogue};
 use crate::diagnostic::{Code, Diagnostic, Diagnostics, Severity};
 use crate::source::{FileId, FileKind, MappedText, SourceMap, Span, Sysroot, join};
 use crate::syntax::{self, Node, Word};
-use std::collections::HashSet;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Apache nests includes at most this deep ("Exceeded maximum include depth of 128").
 const MAX_INCLUDE_DEPTH: usize = 128;
@@ -41,7 +41,39 @@ pub struct Reader<'a> {
     /// Files an Include passes over, by device and inode (a symbolic link to one is the
     /// same file): the other domains when one domain of a Plesk root is read.
     skipped: HashSet<(u64, u64)>,
+    /// Shared with the other loads of the same tree, when the caller asks for that.
+    pub shared: Option<Arc<Shared>>,
 }
+
+/// What the loads of one tree share ([`super::LoadOptions::shared`]): `lighten batch`
+/// reads the server configuration once per account, and where it includes every
+/// domain (`system/*/conf/httpd.conf`), each read would otherwise list the folder and
+/// stat every match again, a thousand domains a thousand times over.  Kept only while
+/// the caller keeps it (one batch run), on the same terms as Apache's own start: the
+/// tree does not change while it is read.
+#[derive(Debug, Default)]
+pub struct Shared {
+    expansions: Mutex<HashMap<(String, bool), Expansion>>,
+    keys: Mutex<HashMap<PathBuf, Option<(u64, u64)>>>,
+    /// The domains of a Plesk root, by its path.
+    domains: Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl Shared {
+    /// [`super::plesk_domains`], listed once.
+    pub fn plesk_domains(&self, fs: &Sysroot, root: &str) -> Vec<String> {
+        if let Some(d) = self.domains.lock().ok().and_then(|m| m.get(root).cloned()) {
+            return d;
+        }
+        let d = super::plesk_domains(fs, root);
+        if let Ok(mut m) = self.domains.lock() {
+            m.insert(root.to_string(), d.clone());
+        }
+        d
+    }
+}
+
+type Expansion = (Vec<String>, Vec<IncludeProblem>);
 
 impl<'a> Reader<'a> {
     pub fn new(fs: &'a Sysroot, server_root: String, version: String) -> Reader<'a> {
@@ -56,6 +88,7 @@ impl<'a> Reader<'a> {
             stack: Vec::new(),
             seen: Vec::new(),
             skipped: HashSet::new(),
+            shared: None,
         }
     }
 
@@ -83,7 +116,7 @@ impl<'a> Reader<'a> {
 
     /// Makes every Include pass over this file (it is not read, and not reported).
     pub fn skip(&mut self, apache_path: &str) {
-        if let Some(k) = file_key(self.fs, apache_path) {
+        if let Some(k) = file_key(self.fs, self.shared.as_deref(), apache_path) {
             self.skipped.insert(k);
         }
     }
@@ -353,9 +386,23 @@ impl<'a> Reader<'a> {
     fn include(&mut self, item: &mut Item, ctx: &Context, optional: bool) {
         let Some(arg) = item.args.first() else { return };
         let path = join(&self.server_root, &arg.value);
-        let (mut files, problems) = include::expand(self.fs, &path, optional);
+        let (mut files, problems) = match self.shared.as_deref() {
+            None => include::expand(self.fs, &path, optional),
+            Some(shared) => {
+                let key = (path.clone(), optional);
+                let known = shared.expansions.lock().ok().and_then(|m| m.get(&key).cloned());
+                known.unwrap_or_else(|| {
+                    let e = include::expand(self.fs, &path, optional);
+                    if let Ok(mut m) = shared.expansions.lock() {
+                        m.insert(key, e.clone());
+                    }
+                    e
+                })
+            }
+        };
         if !self.skipped.is_empty() {
-            files.retain(|f| file_key(self.fs, f).is_none_or(|k| !self.skipped.contains(&k)));
+            let shared = self.shared.as_deref();
+            files.retain(|f| file_key(self.fs, shared, f).is_none_or(|k| !self.skipped.contains(&k)));
         }
         for p in problems {
             let d = match p {
@@ -543,24 +590,17 @@ struct Prefetched {
 
 /// A file's identity through symbolic links: one `stat`, cheaper than a canonical path
 /// (an Include of `vhosts/*.conf` on a server of a thousand domains is checked a thousand
-/// times per domain when each is read alone).
-///
-/// Remembered for the whole process: only one-domain loads (`lighten batch`) ask, and
-/// they ask about the same files once per domain; a file does not change identity
-/// while lighten reads a configuration.
-fn file_key(fs: &Sysroot, apache_path: &str) -> Option<(u64, u64)> {
-    use std::collections::HashMap;
+/// times per domain when each is read alone), and none when the loads share it.
+fn file_key(fs: &Sysroot, shared: Option<&Shared>, apache_path: &str) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
-    use std::sync::{Mutex, OnceLock};
-    type Keys = Mutex<HashMap<PathBuf, Option<(u64, u64)>>>;
-    static KEYS: OnceLock<Keys> = OnceLock::new();
     let host = fs.host_path(apache_path);
-    let keys = KEYS.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(k) = keys.lock().ok().and_then(|m| m.get(&host).copied()) {
+    let stat = |host: &Path| std::fs::metadata(host).ok().map(|m| (m.dev(), m.ino()));
+    let Some(shared) = shared else { return stat(&host) };
+    if let Some(k) = shared.keys.lock().ok().and_then(|m| m.get(&host).copied()) {
         return k;
     }
-    let k = std::fs::metadata(&host).ok().map(|m| (m.dev(), m.ino()));
-    if let Ok(mut m) = keys.lock() {
+    let k = stat(&host);
+    if let Ok(mut m) = shared.keys.lock() {
         m.insert(host, k);
     }
     k

@@ -15,6 +15,7 @@ mod include;
 mod input;
 mod item;
 mod loader;
+pub use loader::Shared;
 mod modules;
 
 pub use context::{Context, HtaccessPerms, Place};
@@ -57,6 +58,10 @@ pub struct LoadOptions {
     /// domain is skipped wherever it is included from, so one hosting account can be
     /// converted alone, in the context of its server.
     pub plesk_domains: Option<Vec<String>>,
+    /// What loads of the same tree may share (`lighten batch` reads the server
+    /// configuration once per account): include expansions and file identities, kept for
+    /// as long as the caller keeps this.  `None`: every load looks at the disk afresh.
+    pub shared: Option<Arc<loader::Shared>>,
 }
 
 impl Default for LoadOptions {
@@ -70,6 +75,7 @@ impl Default for LoadOptions {
             server_name: "localhost".to_string(),
             walk_limit: DEFAULT_WALK_LIMIT,
             plesk_domains: None,
+            shared: None,
         }
     }
 }
@@ -130,6 +136,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
         _ => "/etc/apache2".to_string(),
     });
     let mut reader = Reader::new(fs, server_root, opts.apache_version.clone());
+    reader.shared = opts.shared.clone();
     let mut items = Vec::new();
     let mut domains = Vec::new();
     match kind {
@@ -141,7 +148,10 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
             }
         }
         InputKind::PleskRoot => {
-            let all = plesk_domains(fs, &apache_path);
+            let all = match &opts.shared {
+                Some(shared) => shared.plesk_domains(fs, &apache_path),
+                None => plesk_domains(fs, &apache_path),
+            };
             domains = match &opts.plesk_domains {
                 None => all.clone(),
                 Some(only) => {

@@ -8,8 +8,11 @@
 //! cost of two syncs instead of one per file (a server of 1,000 accounts is 18,000
 //! files).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The suffix of the copy kept of a file a write replaced.
 pub const BACKUP_SUFFIX: &str = ".lighten-bak";
@@ -29,12 +32,60 @@ pub struct Applied {
 /// content is not touched. A path that would leave `dir` is an error before anything is
 /// written.
 pub fn apply(dir: &Path, files: &[(PathBuf, String)]) -> std::io::Result<Applied> {
-    write_all(dir, files, true)
+    write_files(dir, files, true, None)
 }
 
 /// Writes `files` into `dir` like [`apply`], without backups: for folders lighten owns
 /// (a sandbox, a demo's output).
 pub fn write_all(dir: &Path, files: &[(PathBuf, String)], backups: bool) -> std::io::Result<Applied> {
+    write_files(dir, files, backups, None)
+}
+
+/// The files of one run of writes, by content: a later file with the same bytes as one
+/// written (or found unchanged) before is made a hard link to it, one copy on disk.
+/// `lighten batch` writes the same runtime into every account's folder and every
+/// account's modules again into the combined one.  A link is replaced, never written
+/// through: a later write renames a new file over the name, and the other names keep
+/// the old bytes.  Where a link cannot be made (another filesystem, a file of another
+/// owner under `fs.protected_hardlinks`), the file is written as usual.
+#[derive(Debug, Default)]
+pub struct Shared {
+    by_content: Mutex<HashMap<u64, PathBuf>>,
+}
+
+impl Shared {
+    fn digest(bytes: &[u8]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        bytes.hash(&mut h);
+        h.finish()
+    }
+
+    /// A file written before with exactly these bytes.
+    fn same_as(&self, bytes: &[u8]) -> Option<PathBuf> {
+        let p = self.by_content.lock().ok()?.get(&Self::digest(bytes)).cloned()?;
+        // (read back: a digest is not proof, and the file may have changed since)
+        std::fs::read(&p).ok().filter(|b| b == bytes).map(|_| p)
+    }
+
+    fn note(&self, path: &Path, bytes: &[u8]) {
+        if let Ok(mut m) = self.by_content.lock() {
+            m.entry(Self::digest(bytes)).or_insert_with(|| path.to_path_buf());
+        }
+    }
+}
+
+/// [`apply`], sharing one copy of each content with the other writes of `shared`.
+pub fn apply_shared(dir: &Path, files: &[(PathBuf, String)], shared: &Shared) -> std::io::Result<Applied> {
+    write_files(dir, files, true, Some(shared))
+}
+
+fn write_files(
+    dir: &Path,
+    files: &[(PathBuf, String)],
+    backups: bool,
+    shared: Option<&Shared>,
+) -> std::io::Result<Applied> {
     use std::os::unix::fs::PermissionsExt;
     let mut checked = Vec::with_capacity(files.len());
     for (rel, text) in files {
@@ -44,7 +95,7 @@ pub fn write_all(dir: &Path, files: &[(PathBuf, String)], backups: bool) -> std:
     let mut done = Applied::default();
     // (temporary file, where it goes), backups first so they land before what replaces them.
     let mut staged: Vec<(tempfile::TempPath, PathBuf)> = Vec::new();
-    let mut staged_files: Vec<(tempfile::TempPath, PathBuf)> = Vec::new();
+    let mut staged_files: Vec<(tempfile::TempPath, PathBuf, &str)> = Vec::new();
     for (rel, text) in checked {
         let path = dir.join(&rel);
         let parent = path.parent().unwrap_or(dir);
@@ -60,6 +111,9 @@ pub fn write_all(dir: &Path, files: &[(PathBuf, String)], backups: bool) -> std:
         }
         match std::fs::read(&path) {
             Ok(old) if old == text.as_bytes() => {
+                if let Some(sh) = shared {
+                    sh.note(&path, &old);
+                }
                 done.unchanged.push(rel);
                 continue;
             }
@@ -75,18 +129,46 @@ pub fn write_all(dir: &Path, files: &[(PathBuf, String)], backups: bool) -> std:
             Err(e) => return Err(ctx(e, "reading", &path)),
         }
         let mode = Some(std::fs::Permissions::from_mode(0o644));
-        staged_files.push((stage(&path, text.as_bytes(), mode)?, path));
+        let linked = shared.and_then(|sh| sh.same_as(text.as_bytes())).and_then(|src| link(&src, &path));
+        let tmp = match linked {
+            Some(tmp) => tmp,
+            None => stage(&path, text.as_bytes(), mode)?,
+        };
+        staged_files.push((tmp, path, text));
         done.written.push(rel);
     }
     if staged.is_empty() && staged_files.is_empty() {
         return Ok(done);
     }
     sync(dir)?;
-    for (tmp, path) in staged.into_iter().chain(staged_files) {
+    for (tmp, path) in staged {
         tmp.persist(&path).map_err(|e| ctx(e.error, "replacing", &path))?;
+    }
+    for (tmp, path, text) in staged_files {
+        tmp.persist(&path).map_err(|e| ctx(e.error, "replacing", &path))?;
+        if let Some(sh) = shared {
+            sh.note(&path, text.as_bytes());
+        }
     }
     sync(dir)?;
     Ok(done)
+}
+
+/// A new name for `src` beside `path` (a hard link), to be renamed over `path`; `None`
+/// when the link cannot be made.
+fn link(src: &Path, path: &Path) -> Option<tempfile::TempPath> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let parent = path.parent()?;
+    for _ in 0..4 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = parent.join(format!(".lighten-link-{}-{n}", std::process::id()));
+        match std::fs::hard_link(src, &tmp) {
+            Ok(()) => return tempfile::TempPath::try_from_path(tmp).ok(),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// A temporary file beside `path` holding `bytes` (closed; removed if never renamed).
@@ -143,5 +225,35 @@ mod tests {
             assert!(r.is_err(), "{bad:?} was accepted");
         }
         assert!(!dir.path().parent().unwrap().join("x").exists());
+    }
+
+    #[test]
+    fn shared_writes_keep_one_copy_that_a_later_write_replaces_for_one_name_only() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Shared::default();
+        let runtime = "-- the same runtime\n".to_string();
+        let ino = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().ino();
+        apply_shared(dir.path(), &[(PathBuf::from("a/lua/rt.lua"), runtime.clone())], &shared).unwrap();
+        let b = [(PathBuf::from("b/lua/rt.lua"), runtime.clone()), (PathBuf::from("b/own"), "b\n".into())];
+        let done = apply_shared(dir.path(), &b, &shared).unwrap();
+        assert_eq!(done.written.len(), 2);
+        assert_eq!(ino("a/lua/rt.lua"), ino("b/lua/rt.lua"), "the same bytes are one file");
+        assert_ne!(ino("b/own"), ino("a/lua/rt.lua"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("b/lua/rt.lua")).unwrap(), runtime);
+        // no temporary name is left beside it
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path().join("b/lua")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["rt.lua"]);
+        // a new conversion of b replaces its name; a keeps the old bytes
+        apply_shared(dir.path(), &[(PathBuf::from("b/lua/rt.lua"), "-- new\n".into())], &shared).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("a/lua/rt.lua")).unwrap(), runtime);
+        assert_eq!(std::fs::read_to_string(dir.path().join("b/lua/rt.lua.lighten-bak")).unwrap(), runtime);
+        assert_ne!(ino("a/lua/rt.lua"), ino("b/lua/rt.lua"));
+        // a file changed behind the run's back is not linked to
+        std::fs::write(dir.path().join("a/lua/rt.lua"), "edited\n").unwrap();
+        apply_shared(dir.path(), &[(PathBuf::from("c/rt.lua"), runtime.clone())], &shared).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("c/rt.lua")).unwrap(), runtime);
+        assert_ne!(ino("c/rt.lua"), ino("a/lua/rt.lua"));
     }
 }

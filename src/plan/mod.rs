@@ -9,7 +9,7 @@
 pub mod apply;
 pub mod diff;
 
-pub use apply::{Applied, apply};
+pub use apply::{Applied, Shared, apply, apply_shared};
 pub use diff::{FileChange, Kind, diff_dirs, diff_files, render, summary};
 
 use std::path::{Component, Path, PathBuf};

@@ -6,7 +6,7 @@ use crate::source::SourceMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "fate", rename_all = "lowercase")]
 pub enum Fate {
     /// Carried over exactly (natively or by the Lua runtime).
@@ -65,7 +65,7 @@ impl Fate {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Hash, Serialize)]
 pub struct Entry {
     /// `file:line`.
     pub at: String,
@@ -75,13 +75,37 @@ pub struct Entry {
     pub fate: Fate,
 }
 
+impl Entry {
+    /// A digest of the whole entry (place, directive, arguments, fate and reason): what
+    /// tells an entry of one report that another already holds ([`Report::leaving_out`]).
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish()
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub entries: Vec<Entry>,
+    /// Every directive's fate, those left out of `entries` too.
     pub counts: BTreeMap<String, usize>,
     /// A verdict per site (its vhosts by ServerName, the main server's settings and the
     /// .htaccess files it reaches).
     pub sites: Vec<SiteVerdict>,
+    /// How many entries are left out because another report holds each of them
+    /// ([`Report::leaving_out`]), and which.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// Entries a report leaves out, each held by another report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Elsewhere {
+    pub entries: usize,
+    /// Where they are, in words (`each account's <domain>/report.md`).
+    pub held_in: String,
 }
 
 /// Entries alike but for their place: [`Report::grouped`].
@@ -223,6 +247,22 @@ impl Report {
         groups
     }
 
+    /// This report without the entries `held` already has (by [`Entry::fingerprint`]),
+    /// said in it as held `held_in`; counts and verdicts stay whole.  `lighten batch`'s
+    /// combined report leaves out what each account's own report says the same way, and
+    /// lists what only the server as a whole decides, or decides otherwise.
+    pub fn leaving_out(&self, held: &std::collections::HashSet<u64>, held_in: &str) -> Report {
+        let entries: Vec<Entry> =
+            self.entries.iter().filter(|e| !held.contains(&e.fingerprint())).cloned().collect();
+        let left = self.entries.len() - entries.len();
+        Report {
+            entries,
+            counts: self.counts.clone(),
+            sites: self.sites.clone(),
+            elsewhere: (left > 0).then(|| Elsewhere { entries: left, held_in: held_in.to_string() }),
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
@@ -233,6 +273,13 @@ impl Report {
         out.push_str("| fate | directives |\n|---|---|\n");
         for (k, v) in &self.counts {
             out.push_str(&format!("| {k} | {v} |\n"));
+        }
+        if let Some(e) = &self.elsewhere {
+            out.push_str(&format!(
+                "\n{} of these are not listed below: each stands, at the same line and with the same fate, in {}. \
+                 Listed here is what differs from those.\n",
+                e.entries, e.held_in
+            ));
         }
         if !self.sites.is_empty() {
             out.push_str("\n## Sites\n\n| site | verdict | next step |\n|---|---|---|\n");
@@ -345,7 +392,7 @@ pub fn build(model: &Model, sources: &SourceMap, findings: &[Finding]) -> Report
             SiteVerdict::of(name, &mine)
         })
         .collect();
-    Report { entries, counts, sites }
+    Report { entries, counts, sites, elsewhere: None }
 }
 
 fn walk(

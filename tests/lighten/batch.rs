@@ -188,6 +188,48 @@ fn a_server_of_200_accounts_with_3_broken() {
         let served = combined.contains(&format!("# vhost {d} ("));
         assert_eq!(served, a["status"] != "failed", "{d} in the combined configuration: {served}");
     }
+    // The combined report lists only what the accounts' own reports do not say the same
+    // way; its counts are still the whole server's.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("combined/report.json")).unwrap()).unwrap();
+    let total: u64 = report["counts"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let listed = report["entries"].as_array().unwrap().len() as u64;
+    let left_out =
+        report["elsewhere"]["entries"].as_u64().expect("the combined report says what it leaves out");
+    assert_eq!(listed + left_out, total, "{:#}", report["elsewhere"]);
+    assert!(left_out > total / 2, "{left_out} entries left out of {total}");
+    let combined_md = std::fs::read_to_string(out.join("combined/report.md")).unwrap();
+    assert!(
+        combined_md.contains(&format!("{left_out} of these are not listed below: each stands"))
+            && combined_md.contains("in an account's own report (<domain>/report.md)"),
+        "{}",
+        &combined_md[..combined_md.len().min(2000)]
+    );
+    // The same bytes in many folders are one file on disk: the runtime every account
+    // carries, and each account's module again in the combined folder.
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ino = |p: std::path::PathBuf| {
+            std::fs::metadata(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).ino()
+        };
+        // (accounts written at the same moment on --jobs threads may each write one copy)
+        let cores: BTreeSet<u64> = accounts
+            .iter()
+            .filter(|a| a["status"] != "failed")
+            .map(|a| ino(out.join(a["domain"].as_str().unwrap()).join("lua/lighten_core.lua")))
+            .collect();
+        assert!(cores.len() <= 8, "{} copies of lighten_core.lua for 197 accounts", cores.len());
+        assert!(cores.contains(&ino(out.join("combined/lua/lighten_core.lua"))));
+        let module = std::fs::read_dir(out.join("d000.example/lua"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .find(|n| n.starts_with("d000_example"))
+            .expect("d000.example's compiled module");
+        assert_eq!(
+            ino(out.join("d000.example/lua").join(&module)),
+            ino(out.join("combined/lua").join(&module))
+        );
+    }
     let mut confs = vec![out.join("lighttpd.conf")];
     confs.extend(
         accounts
