@@ -319,10 +319,12 @@ fn location_match(s: &Scope, uri: &str) -> bool {
             if p.contains(['*', '?', '[']) {
                 return glob::Pattern::new(p).is_ok_and(|g| g.matches(uri));
             }
+            // ap_location_walk: the path as a prefix, which must end at a slash unless
+            // the path ends in one (`<Location /a/>` is not `/a`: measured, Apache 401s
+            // /dir/page2.txt under a folder realm that `<Location /dir/page2.txt/>` opens)
             let p = p.as_str();
-            uri == p
-                || (uri.starts_with(p) && (p.ends_with('/') || uri.as_bytes().get(p.len()) == Some(&b'/')))
-                || (p.ends_with('/') && uri == p.trim_end_matches('/'))
+            uri.starts_with(p)
+                && (p.ends_with('/') || matches!(uri.as_bytes().get(p.len()), None | Some(b'/')))
         }
         _ => false,
     }

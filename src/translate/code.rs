@@ -83,6 +83,8 @@ codes! {
         "ask for client certificates host-wide (ssl.verifyclient.* in lighttpd) by hand, or keep the site on Apache; the folder answers 403";
     AuthFilesMatch = "auth-files-match", "approximated", "a password for a <FilesMatch> name: lighttpd does not ask for it",
         "protect the files with <Files NAME> (an exact name) or a <Directory>, then convert again; until then they answer 401";
+    AuthPattern = "auth-pattern", "approximated", "a password on a <DirectoryMatch>, <LocationMatch> or wildcard section: lighttpd does not ask for it",
+        "write the section with a plain path (<Directory /path>, <Location /url>), then convert again; until then its users get 401";
     AuthUnreachable = "auth-unreachable", "approximated", "a password area no URL lighten can name reaches",
         "give the protected folder a URL (an Alias or a path under the DocumentRoot), then convert again; until then it answers 401";
     RequireDns = "require-dns", "approximated", "Require host / forward-dns: needs DNS, never grants here",

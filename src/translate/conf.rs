@@ -1116,10 +1116,41 @@ pub fn auth_block(
         Some(i) => vec![&model.server, &model.vhosts[i].scope],
         None => vec![&model.server],
     };
+    use crate::model::{Matcher, ScopeKind};
+    // <Location> realms (and the sections a realm's URLs are opened by), in the order
+    // Apache merges them: after every folder's and <Files>, in configuration order.
+    let mut locations: Vec<(String, Option<&crate::model::access::AccessConfig>)> = Vec::new();
+    let unreachable =
+        |findings: &mut Vec<Finding>, a: &crate::model::access::AccessConfig, at: Span, what: &str| {
+            findings.push(Finding::approximated(
+                Code::AuthPattern,
+                a.auth_type.as_ref().map(|t| t.span).unwrap_or(at),
+                format!("a password for {what} is not asked for by lighttpd: its users cannot log in (401)"),
+            ))
+        };
     for t in &tops {
-        for c in t.children.iter().filter(|c| c.enabled && c.kind == crate::model::ScopeKind::Directory) {
-            if let Some(crate::model::Matcher::Path(p)) = &c.matcher {
-                dirs.push((p.clone(), c));
+        for c in t.children.iter().filter(|c| c.enabled) {
+            let a = c.settings.access();
+            let wildcard = |p: &str| p.contains(['*', '?', '[']);
+            match (&c.kind, &c.matcher) {
+                (ScopeKind::Directory, Some(Matcher::Path(p))) if !wildcard(p) => dirs.push((p.clone(), c)),
+                (ScopeKind::Location, Some(Matcher::Path(p))) if !wildcard(p) => {
+                    if basic_auth(a) {
+                        locations.push((location_regex(p), Some(a)));
+                    } else if opens_without_user(a) {
+                        locations.push((location_regex(p), None));
+                    }
+                }
+                (ScopeKind::Directory | ScopeKind::DirectoryMatch, _) if basic_auth(a) => unreachable(
+                    findings,
+                    a,
+                    c.at,
+                    "a <DirectoryMatch> (or a <Directory> with a wildcard or ~)",
+                ),
+                (ScopeKind::Location | ScopeKind::LocationMatch, _) if basic_auth(a) => {
+                    unreachable(findings, a, c.at, "a <LocationMatch> (or a <Location> with a wildcard or ~)")
+                }
+                _ => {}
             }
         }
     }
@@ -1229,11 +1260,19 @@ pub fn auth_block(
     file_areas.sort_by_key(|(depth, _, _)| *depth);
     // (only names inside a folder's realm: elsewhere nothing asks for a password)
     open_files.retain(|(dir, _)| kept.iter().any(|(url, _)| dir.starts_with(url.as_str())));
+    // (an opening <Location> only inside a realm, of a folder or a <Location> before it)
+    let realm_before = |k: usize| !kept.is_empty() || locations[..k].iter().any(|(_, a)| a.is_some());
+    let locations: Vec<(String, Option<&crate::model::access::AccessConfig>)> = locations
+        .iter()
+        .enumerate()
+        .filter(|(k, (_, a))| a.is_some() || realm_before(*k))
+        .map(|(_, l)| l.clone())
+        .collect();
     let mut blocks: Vec<(String, &crate::model::access::AccessConfig)> =
         kept.into_iter().map(|(url, a)| (area_regex(&url), a)).collect();
     blocks.extend(file_areas.into_iter().map(|(_, re, a)| (re, a)));
     let mut out = String::new();
-    for (re, a) in blocks {
+    let emit = |out: &mut String, re: String, a: &crate::model::access::AccessConfig| {
         // Satisfy Any with an allowed address, or `Require ip` beside `Require valid-user`:
         // from those addresses Apache asks for no password.
         let mut open = String::new();
@@ -1250,12 +1289,24 @@ pub fn auth_block(
             q(&realm),
             q(&file),
         ));
+    };
+    for (re, a) in blocks {
+        emit(&mut out, re, a);
     }
     for (_, re) in open_files {
         out.push_str(&format!(
             "    # a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
             q(&re)
         ));
+    }
+    for (re, a) in locations {
+        match a {
+            Some(a) => emit(&mut out, re, a),
+            None => out.push_str(&format!(
+                "    # a <Location> a realm before it leaves open: no password asked (the Lua decides)\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
+                q(&re)
+            )),
+        }
     }
     out
 }
@@ -1351,6 +1402,23 @@ fn files_regex(rest: &str, name: &str, tail: &str) -> String {
 
 /// The URLs of a directory served at `url` (ending in `/`): the folder with or without
 /// its slash and everything under it, never a sibling that shares the prefix.
+/// The URL-paths a `<Location PATH>` matches, as `ap_location_walk` does: PATH as a
+/// prefix, which must end at a slash unless PATH ends in one.
+fn location_regex(path: &str) -> String {
+    if path.ends_with('/') {
+        let mut s = String::from("^");
+        for c in path.chars() {
+            if "\\^$.|?*+()[]{}".contains(c) {
+                s.push('\\');
+            }
+            s.push(c);
+        }
+        s
+    } else {
+        area_regex(path)
+    }
+}
+
 fn area_regex(url: &str) -> String {
     let mut s = String::from("^");
     for c in url.trim_end_matches('/').chars() {

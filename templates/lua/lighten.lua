@@ -721,10 +721,8 @@ end
 local function location_match(l, uri)
   if l.re ~= nil then return rx(l.re, uri) ~= nil end
   local p = l.path
-  if uri == p then return true end
-  if starts(uri, p) and (ends(p, "/") or byte(uri, #p + 1) == 47) then return true end
-  if ends(p, "/") and uri == trim_end_slashes(p) then return true end
-  return false
+  -- a prefix ending at a slash, or ending in one (`<Location /a/>` is not `/a`)
+  return starts(uri, p) and (ends(p, "/") or #uri == #p or byte(uri, #p + 1) == 47)
 end
 
 local function resolve_ifs(cx, dc, t)

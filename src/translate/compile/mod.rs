@@ -886,8 +886,8 @@ impl<'s, 'a> Writer<'s, 'a> {
 
     /// The Lua test of a `<Files>` section against `base`.
     /// The test of `uri` a `<Location>` or `<LocationMatch>` makes (as lighten.lua's
-    /// `location_match`): the path itself, a prefix ending in or followed by a slash, or
-    /// the path without its trailing slash.
+    /// `location_match`): the path as a prefix, ending in a slash or followed by one (or
+    /// by nothing).
     fn location_test(&mut self, s: &Scope) -> Result<String, String> {
         match &s.matcher {
             Some(Matcher::Regex(re)) => {
@@ -901,10 +901,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 let lit = lua::string(p);
                 let n = p.len();
                 Ok(match p.ends_with('/') {
-                    true => format!(
-                        "uri and (sub(uri, 1, {n}) == {lit} or uri == {})",
-                        lua::string(p.trim_end_matches('/'))
-                    ),
+                    true => format!("uri and sub(uri, 1, {n}) == {lit}"),
                     false => format!(
                         "uri and sub(uri, 1, {n}) == {lit} and (#uri == {n} or byte(uri, {}) == 47)",
                         n + 1
