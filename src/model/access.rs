@@ -35,13 +35,28 @@ pub struct AccessConfig {
     pub auth_user_file: Option<Spanned<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_group_file: Option<Spanned<String>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub auth_basic_provider: Vec<String>,
+    /// `AuthBasicProvider`'s providers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_basic_provider: Option<Spanned<Vec<String>>>,
+    /// `AuthBasicUseDigestAlgorithm` (`MD5` or `Off`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_basic_digest: Option<Spanned<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_merging: Option<Spanned<String>>,
 }
 
 impl AccessConfig {
+    /// Whether a login here is checked against `AuthUserFile` (an htpasswd file), the one
+    /// check lighttpd's mod_auth makes for the converted site: `AuthBasicProvider` unset or
+    /// `file` alone, and no `AuthBasicUseDigestAlgorithm MD5` (the file read as htdigest).
+    /// Only this section's own settings; a folder merges them from its sections.
+    pub fn checks_other_than_file(&self) -> bool {
+        self.auth_basic_provider
+            .as_ref()
+            .is_some_and(|p| p.value.iter().any(|x| !x.eq_ignore_ascii_case("file")))
+            || self.auth_basic_digest.as_ref().is_some_and(|d| !d.value.eq_ignore_ascii_case("off"))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.require.is_empty()
             && self.order.is_none()
@@ -52,7 +67,8 @@ impl AccessConfig {
             && self.auth_name.is_none()
             && self.auth_user_file.is_none()
             && self.auth_group_file.is_none()
-            && self.auth_basic_provider.is_empty()
+            && self.auth_basic_provider.is_none()
+            && self.auth_basic_digest.is_none()
             && self.auth_merging.is_none()
     }
 }

@@ -158,7 +158,11 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         "authuserfile" => set(&mut s.access_mut().auth_user_file, first(item).unwrap_or_default(), item),
         "authgroupfile" => set(&mut s.access_mut().auth_group_file, first(item).unwrap_or_default(), item),
         "authbasicprovider" => {
-            s.access_mut().auth_basic_provider = item.values().iter().map(|v| v.to_string()).collect()
+            let providers = item.values().iter().map(|v| v.to_string()).collect();
+            s.access_mut().auth_basic_provider = Some(Spanned::new(providers, item.span))
+        }
+        "authbasicusedigestalgorithm" => {
+            set(&mut s.access_mut().auth_basic_digest, first(item).unwrap_or_default(), item)
         }
         "authmerging" => set(&mut s.access_mut().auth_merging, first(item).unwrap_or_default(), item),
         // mod_alias

@@ -85,10 +85,14 @@ codes! {
         "protect the files with <Files NAME> (an exact name) or a <Directory>, then convert again; until then they answer 401";
     AuthPattern = "auth-pattern", "approximated", "a password on a <DirectoryMatch>, <LocationMatch> or wildcard section: lighttpd does not ask for it",
         "write the section with a plain path (<Directory /path>, <Location /url>), then convert again; until then its users get 401";
+    AuthAfterRewrite = "auth-after-rewrite", "approximated", "a rewrite into a password area: lighttpd asks for the password of the URL as sent",
+        "link to the protected URL itself instead of rewriting into it, or keep the site on Apache; until then logins through the rewrite get 401";
     AuthUnreachable = "auth-unreachable", "approximated", "a password area no URL lighten can name reaches",
         "give the protected folder a URL (an Alias or a path under the DocumentRoot), then convert again; until then it answers 401";
     RequireDns = "require-dns", "approximated", "Require host / forward-dns: needs DNS, never grants here",
         "replace Require host with Require ip (the addresses), then convert again; until then it never grants";
+    AuthProvider = "auth-provider", "unsupported", "AuthBasicProvider other than file, or AuthBasicUseDigestAlgorithm",
+        "keep the logins in an htpasswd file (AuthUserFile, the file provider), then convert again; until then no login is accepted there";
     RequireProvider = "require-provider", "unsupported", "Require group, file-owner or file-group",
         "use Require user with the names, or valid-user, then convert again; until then no user passes";
     // Rewriting, expressions, variables.

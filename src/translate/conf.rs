@@ -1120,6 +1120,8 @@ pub fn auth_block(
     // <Location> realms (and the sections a realm's URLs are opened by), in the order
     // Apache merges them: after every folder's and <Files>, in configuration order.
     let mut locations: Vec<(String, Option<&crate::model::access::AccessConfig>)> = Vec::new();
+    // the URL prefixes of the realms lighttpd asks a password for, each ending in `/`
+    let mut realm_urls: Vec<String> = Vec::new();
     let unreachable =
         |findings: &mut Vec<Finding>, a: &crate::model::access::AccessConfig, at: Span, what: &str| {
             findings.push(Finding::approximated(
@@ -1136,6 +1138,7 @@ pub fn auth_block(
                 (ScopeKind::Directory, Some(Matcher::Path(p))) if !wildcard(p) => dirs.push((p.clone(), c)),
                 (ScopeKind::Location, Some(Matcher::Path(p))) if !wildcard(p) => {
                     if basic_auth(a) {
+                        realm_urls.push(if p.ends_with('/') { p.clone() } else { format!("{p}/") });
                         locations.push((location_regex(p), Some(a)));
                     } else if opens_without_user(a) {
                         locations.push((location_regex(p), None));
@@ -1223,6 +1226,17 @@ pub fn auth_block(
             file_areas.push((rest.len(), files_regex(rest, &name, ""), a));
         }
     }
+    // Where each folder's rewrite rules start from: its URL (rules of the server and the
+    // virtual host: the site's root).
+    let rule_scopes: Vec<(String, &crate::model::Scope)> = tops
+        .iter()
+        .map(|t| ("/".to_string(), *t))
+        .chain(dirs.iter().filter_map(|(dir, scope)| {
+            let rest = dir.trim_end_matches('/').strip_prefix(root)?;
+            (rest.is_empty() || rest.starts_with('/')).then(|| (format!("{rest}/"), *scope))
+        }))
+        .filter(|(_, scope)| !scope.settings.rewrite().rules.is_empty())
+        .collect();
     for (dir, scope) in dirs {
         let a = scope.settings.access();
         if !basic_auth(a) {
@@ -1257,6 +1271,8 @@ pub fn auth_block(
         kept.retain(|(u, _)| *u != url);
         kept.push((url, a));
     }
+    realm_urls.extend(kept.iter().map(|(u, _)| u.clone()));
+    rewrites_into_realms(&rule_scopes, &realm_urls, findings);
     file_areas.sort_by_key(|(depth, _, _)| *depth);
     // (only names inside a folder's realm: elsewhere nothing asks for a password)
     open_files.retain(|(dir, _)| kept.iter().any(|(url, _)| dir.starts_with(url.as_str())));
@@ -1290,25 +1306,97 @@ pub fn auth_block(
             q(&file),
         ));
     };
-    for (re, a) in blocks {
-        emit(&mut out, re, a);
+    // In the order lighttpd is to weigh them (the last matching block wins). One block a
+    // pattern: lighttpd refuses a conditional written twice, and where a folder and a
+    // <Location> name the same URLs the later section is what Apache merges last.
+    const OPEN_FILES: &str =
+        "a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)";
+    const OPEN_LOCATION: &str =
+        "a <Location> a realm before it leaves open: no password asked (the Lua decides)";
+    let mut ordered: Vec<(String, Result<&crate::model::access::AccessConfig, &str>)> = Vec::new();
+    let entries = blocks
+        .into_iter()
+        .map(|(re, a)| (re, Ok(a)))
+        .chain(open_files.into_iter().map(|(_, re)| (re, Err(OPEN_FILES))))
+        .chain(locations.into_iter().map(|(re, a)| (re, a.ok_or(OPEN_LOCATION))));
+    for (re, what) in entries {
+        ordered.retain(|(r, _)| *r != re);
+        ordered.push((re, what));
     }
-    for (_, re) in open_files {
-        out.push_str(&format!(
-            "    # a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
-            q(&re)
-        ));
-    }
-    for (re, a) in locations {
-        match a {
-            Some(a) => emit(&mut out, re, a),
-            None => out.push_str(&format!(
-                "    # a <Location> a realm before it leaves open: no password asked (the Lua decides)\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
+    for (re, what) in ordered {
+        match what {
+            Ok(a) => emit(&mut out, re, a),
+            Err(why) => out.push_str(&format!(
+                "    # {why}\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
                 q(&re)
             )),
         }
     }
     out
+}
+
+/// Internal rewrites that lead into a password area from outside it (or from another
+/// realm): lighttpd's mod_auth asks for the password of the URL the client sent, and the
+/// Lua honours a login only for the realm whose file checked it, so the target realm's
+/// users get 401 through the rule (fixtures/regress/rewrite-into-realm). Stricter, and
+/// reported on the rule's line. A target with a `$n` or `%{..}` in it is taken by what
+/// comes before that: when that prefix is the start of a realm's URLs, the rule can
+/// lead there.
+fn rewrites_into_realms(
+    scopes: &[(String, &crate::model::Scope)],
+    realms: &[String],
+    findings: &mut Vec<Finding>,
+) {
+    use crate::model::rewrite::RuleFlagKind as K;
+    if realms.is_empty() {
+        return;
+    }
+    // the realm lighttpd asks for at a URL-path: the innermost (longest) prefix
+    let realm_of = |url: &str| {
+        realms
+            .iter()
+            .filter(|r| url.starts_with(r.as_str()) || format!("{url}/") == **r)
+            .max_by_key(|r| r.len())
+    };
+    for (from, scope) in scopes {
+        let rw = scope.settings.rewrite();
+        for rule in &rw.rules {
+            let sub = rule.substitution.as_str();
+            let external = sub.contains("://") || sub.starts_with("//");
+            if sub == "-"
+                || external
+                || [K::Redirect, K::Forbidden, K::Gone, K::Proxy].iter().any(|k| rule.has(*k))
+            {
+                continue;
+            }
+            let target = if sub.starts_with('/') {
+                sub.to_string()
+            } else {
+                let base = rw.base.as_ref().map(|b| b.value.clone()).unwrap_or_else(|| from.clone());
+                format!("{}/{sub}", base.trim_end_matches('/'))
+            };
+            let path = target.split('?').next().unwrap_or_default();
+            let fixed = &path[..path.find(['$', '%']).unwrap_or(path.len())];
+            let dynamic = fixed.len() < path.len();
+            let source = realm_of(from);
+            let into: Vec<&String> = realms
+                .iter()
+                .filter(|r| Some(*r) != source)
+                .filter(|r| realm_of(fixed) == Some(*r) || (dynamic && r.starts_with(fixed)))
+                .collect();
+            if let Some(r) = into.first() {
+                findings.push(Finding::approximated(
+                    Code::AuthAfterRewrite,
+                    rule.at,
+                    format!(
+                        "this rewrite {} the password area {r}: lighttpd asks for the password of the URL as sent, \
+                         so that area's users get 401 through it",
+                        if dynamic && realm_of(fixed) != Some(*r) { "can lead into" } else { "leads into" }
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// Whether a section's own access rules grant without a user: `Require all granted`

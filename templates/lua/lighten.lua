@@ -626,6 +626,8 @@ local function apply(dc, s, dir, t)
     if a.auth_type then dc.auth_type = a.auth_type end
     if a.auth_name then dc.auth_name = a.auth_name end
     if a.auth_user_file then dc.auth_user_file = a.auth_user_file end
+    if a.auth_provider then dc.auth_provider = a.auth_provider end
+    if a.auth_digest then dc.auth_digest = a.auth_digest end
     if a.require_ssl then dc.require_ssl = true end
     if a.refuse then dc.refuse = a.refuse end
   end
@@ -967,6 +969,15 @@ local function legacy_allows(l, cx)
   return allow and not deny
 end
 
+-- Whether a login in folder configuration `dc` is checked the way lighttpd's mod_auth
+-- checked it: AuthType Basic with an AuthName and an AuthUserFile, the file provider, no
+-- AuthBasicUseDigestAlgorithm.
+local function basic_file(dc)
+  return dc.auth_type ~= nil and lower(dc.auth_type) == "basic" and dc.auth_name ~= nil
+    and dc.auth_user_file ~= nil and (dc.auth_provider or "file") == "file"
+    and (dc.auth_digest or "off") == "off"
+end
+
 -- The status access control answers with, or nil; the second value says whether the
 -- user must authenticate (AuthType Basic: the caller checks credentials).
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
@@ -1023,7 +1034,7 @@ function Ctx:access(dc)
   if d == DENIED then return 403 end
   -- A user is needed: Apache answers 500 without an AuthType ("AuthType not set") or an
   -- AuthName ("need AuthName").
-  if dc.auth_type and dc.auth_name then return 401, true end
+  if dc.auth_type and lower(dc.auth_type) ~= "none" and dc.auth_name then return 401, true end
   return 500
 end
 
@@ -1214,8 +1225,10 @@ function Ctx:folder_refused(dc)
   if dc.broken then return done(500) end
   for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
   -- A user counts for this directory only if lighttpd checked the password against this
-  -- directory's AuthUserFile: another realm's login never satisfies its Require.
-  if self.user and dc.auth_user_file and self.auth_file ~= dc.auth_user_file then self.user = nil end
+  -- directory's AuthUserFile, and that is the check Apache makes here: Basic with an
+  -- AuthName, the file provider, no digest algorithm. Another realm's login, or one
+  -- Apache checks elsewhere, never satisfies its Require.
+  if self.user and not (basic_file(dc) and self.auth_file == dc.auth_user_file) then self.user = nil end
   local denied, wants_user = self:access(dc)
   if denied then
     if wants_user then return done(401, { type = "error", realm = dc.auth_name }) end

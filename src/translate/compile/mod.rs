@@ -660,7 +660,7 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
     if (auth && top)
         || a.auth_type.as_ref().is_some_and(|t| !t.value.eq_ignore_ascii_case("basic"))
         || a.auth_group_file.is_some()
-        || a.auth_basic_provider.iter().any(|p| !p.eq_ignore_ascii_case("file"))
+        || a.checks_other_than_file()
     {
         return at("authentication");
     }
