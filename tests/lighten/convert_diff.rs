@@ -43,7 +43,16 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("wp-fastest-cache", "GET http://example.test/wp-content/themes/twentytwentyfour/font.woff2", CONNECTION),
     ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/photo.jpg", CONNECTION),
     ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/icon.png", CONNECTION),
+    ("7g", "TRACE /", TRACE),
+    ("7g", "TRACK /", UNKNOWN_METHOD),
+    ("7g", "DEBUG /", UNKNOWN_METHOD),
+    ("7g", "OPTIONS /", OPTIONS),
 ];
+
+const UNKNOWN_METHOD: &str = "lighttpd rejects a method it does not know (501) before any configuration runs; \
+     Apache reaches 7G's REQUEST_METHOD rule and answers 403: both refuse";
+const OPTIONS: &str = "OPTIONS on a static file: Apache's core answers 200 with an Allow header and no body, \
+     lighttpd sends the file (its body, as GET would); nothing is served that GET does not serve";
 
 const OCTET: &str = "no type is configured for the extension: Apache sends no Content-Type, lighttpd always \
      names one (application/octet-stream)";
