@@ -279,7 +279,9 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
             lua_dir.join("lighten_rewrite.lua"),
             include_str!("../../templates/lua/lighten_rewrite.lua").to_string(),
         ));
-        files.push((lua_dir.join("lighten_site.lua"), data));
+        files.push((lua_dir.join("lighten_site.lua"), data.render()));
+    } else {
+        drop(data);
     }
     if compiled.iter().any(Result::is_ok) {
         files.push((
