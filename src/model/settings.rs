@@ -158,8 +158,15 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         "authuserfile" => set(&mut s.access_mut().auth_user_file, first(item).unwrap_or_default(), item),
         "authgroupfile" => set(&mut s.access_mut().auth_group_file, first(item).unwrap_or_default(), item),
         "authbasicprovider" => {
-            let providers = item.values().iter().map(|v| v.to_string()).collect();
-            s.access_mut().auth_basic_provider = Some(Spanned::new(providers, item.span))
+            // each line adds to the section's list (mod_auth_basic's add_authn_provider)
+            let mut providers: Vec<String> = item.values().iter().map(|v| v.to_string()).collect();
+            let a = s.access_mut();
+            let mut at = item.span;
+            if let Some(before) = a.auth_basic_provider.take() {
+                providers.splice(0..0, before.value);
+                at = before.span;
+            }
+            a.auth_basic_provider = Some(Spanned::new(providers, at))
         }
         "authbasicusedigestalgorithm" => {
             set(&mut s.access_mut().auth_basic_digest, first(item).unwrap_or_default(), item)

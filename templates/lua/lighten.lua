@@ -1649,7 +1649,7 @@ function M.physical(l, site, n)
     target = attr["request.orig-uri"] or attr["request.uri"],
     headers = headers, remote = attr["request.remote-addr"] or "",
     server_addr = attr["request.server-addr"] or "127.0.0.1",
-    env = {}, rounds = 0, trace = nil, user = r.req_env["REMOTE_USER"],
+    env = {}, rounds = 0, trace = nil, user = plans.login(r.req_env["REMOTE_USER"], headers["Authorization"]),
     auth_file = headers["X-Lighten-Auth-File"],
   }, Ctx)
   -- lighten's own marker (lighttpd.conf's auth blocks set it), not for the backend.

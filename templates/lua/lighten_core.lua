@@ -1437,7 +1437,7 @@ local function decide(site, r, method, target, https)
   -- (lighttpd.conf's auth blocks set X-Lighten-Auth-File; it is not for the backend).
   local user, auth_file
   if site.auth then
-    user, auth_file = r.req_env["REMOTE_USER"], headers["X-Lighten-Auth-File"]
+    user, auth_file = plans.login(r.req_env["REMOTE_USER"], headers["Authorization"]), headers["X-Lighten-Auth-File"]
     if auth_file then headers["X-Lighten-Auth-File"] = "" end
     if key then key = key .. "\0" .. (user or "") .. "\0" .. (auth_file or "") end
   end

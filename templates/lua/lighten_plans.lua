@@ -19,6 +19,18 @@ local byte, sub, find = string.byte, string.sub, string.find
 local KEYS, A_KEY, HEADERS = 256, 4, 2048
 M.TARGET = 512
 
+-- The user lighttpd's mod_auth authenticated, when Apache would have read the same login
+-- as the same user; else nil. Apache's password file reader trims each line, so none of
+-- its users begins or ends with a space (lighttpd's keeps them: " alice" would pass); and
+-- Apache decodes the base64 credentials only up to the first character outside the
+-- alphabet, where lighttpd skips it ("YWxp Y2U6..." is "ali" to Apache).
+function M.login(user, authorization)
+  if user == nil or user == "" or find(user, "^%s") or find(user, "%s$") then return nil end
+  local creds = authorization and authorization:match("^%s*[Bb][Aa][Ss][Ii][Cc]%s+(.-)%s*$")
+  if creds == nil or not find(creds, "^[A-Za-z0-9+/]*=*$") then return nil end
+  return user
+end
+
 -- The reads of one evaluation: headers (hn, hv), paths and their facts.
 function M.reads()
   return { hn = {}, hv = {}, hbytes = 0, seen = {}, paths = {}, facts = {} }

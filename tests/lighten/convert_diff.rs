@@ -43,6 +43,18 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("wp-fastest-cache", "GET http://example.test/wp-content/themes/twentytwentyfour/font.woff2", CONNECTION),
     ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/photo.jpg", CONNECTION),
     ("wp-fastest-cache", "GET http://example.test/wp-content/uploads/2024/icon.png", CONNECTION),
+    (
+        "login-read-differently",
+        "GET /t1/page.txt | Authorization: Basic YWxpY2U6c2VjcmV0",
+        "two AuthBasicProvider lines (dbm, then file): Apache's dbm provider has no AuthDBMUserFile (500); the \
+         converted site accepts no login there (401, auth-provider): both refuse",
+    ),
+    (
+        "login-read-differently",
+        "GET /t5/page.txt | Authorization: Basic YWxpY2U=6c2VjcmV0",
+        "an '=' inside the base64 credentials: lighttpd's mod_auth rejects the header (400) before any \
+         configuration runs; Apache decodes up to it and answers 401: both refuse",
+    ),
     ("7g", "TRACE /", TRACE),
     ("7g", "TRACK /", UNKNOWN_METHOD),
     ("7g", "DEBUG /", UNKNOWN_METHOD),
