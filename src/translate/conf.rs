@@ -1271,7 +1271,7 @@ pub fn auth_block(
         kept.retain(|(u, _)| *u != url);
         kept.push((url, a));
     }
-    realm_urls.extend(kept.iter().map(|(u, _)| u.clone()));
+    realm_urls.extend(kept.iter().filter(|(_, a)| !opens_without_user(a)).map(|(u, _)| u.clone()));
     rewrites_into_realms(&rule_scopes, &realm_urls, findings);
     file_areas.sort_by_key(|(depth, _, _)| *depth);
     // (only names inside a folder's realm: elsewhere nothing asks for a password)
@@ -1311,12 +1311,16 @@ pub fn auth_block(
     // <Location> name the same URLs the later section is what Apache merges last.
     const OPEN_FILES: &str =
         "a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)";
+    const OPEN_FOLDER: &str =
+        "a realm's folder whose own Require grants without a user: no password asked (the Lua decides)";
     const OPEN_LOCATION: &str =
         "a <Location> a realm before it leaves open: no password asked (the Lua decides)";
     let mut ordered: Vec<(String, Result<&crate::model::access::AccessConfig, &str>)> = Vec::new();
     let entries = blocks
         .into_iter()
-        .map(|(re, a)| (re, Ok(a)))
+        // (a realm whose own Require also grants without a user, `Require all granted`
+        // beside `Require valid-user`: Apache lets everybody in without asking)
+        .map(|(re, a)| (re, if opens_without_user(a) { Err(OPEN_FOLDER) } else { Ok(a) }))
         .chain(open_files.into_iter().map(|(_, re)| (re, Err(OPEN_FILES))))
         .chain(locations.into_iter().map(|(re, a)| (re, a.ok_or(OPEN_LOCATION))));
     for (re, what) in entries {
