@@ -62,15 +62,24 @@ pub struct Shared {
 impl Shared {
     /// [`super::plesk_domains`], listed once.
     pub fn plesk_domains(&self, fs: &Sysroot, root: &str) -> Vec<String> {
-        if let Some(d) = self.domains.lock().ok().and_then(|m| m.get(root).cloned()) {
-            return d;
-        }
-        let d = super::plesk_domains(fs, root);
-        if let Ok(mut m) = self.domains.lock() {
-            m.insert(root.to_string(), d.clone());
-        }
-        d
+        memo(&self.domains, root.to_string(), || super::plesk_domains(fs, root))
     }
+}
+
+/// The value kept for `key`, else `make()`'s, kept.
+fn memo<K: std::hash::Hash + Eq, V: Clone>(
+    map: &Mutex<HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> V,
+) -> V {
+    if let Some(v) = map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return v;
+    }
+    let v = make();
+    if let Ok(mut m) = map.lock() {
+        m.insert(key, v.clone());
+    }
+    v
 }
 
 type Expansion = (Vec<String>, Vec<IncludeProblem>);
@@ -388,17 +397,9 @@ impl<'a> Reader<'a> {
         let path = join(&self.server_root, &arg.value);
         let (mut files, problems) = match self.shared.as_deref() {
             None => include::expand(self.fs, &path, optional),
-            Some(shared) => {
-                let key = (path.clone(), optional);
-                let known = shared.expansions.lock().ok().and_then(|m| m.get(&key).cloned());
-                known.unwrap_or_else(|| {
-                    let e = include::expand(self.fs, &path, optional);
-                    if let Ok(mut m) = shared.expansions.lock() {
-                        m.insert(key, e.clone());
-                    }
-                    e
-                })
-            }
+            Some(shared) => memo(&shared.expansions, (path.clone(), optional), || {
+                include::expand(self.fs, &path, optional)
+            }),
         };
         if !self.skipped.is_empty() {
             let shared = self.shared.as_deref();
@@ -595,15 +596,10 @@ fn file_key(fs: &Sysroot, shared: Option<&Shared>, apache_path: &str) -> Option<
     use std::os::unix::fs::MetadataExt;
     let host = fs.host_path(apache_path);
     let stat = |host: &Path| std::fs::metadata(host).ok().map(|m| (m.dev(), m.ino()));
-    let Some(shared) = shared else { return stat(&host) };
-    if let Some(k) = shared.keys.lock().ok().and_then(|m| m.get(&host).copied()) {
-        return k;
+    match shared {
+        None => stat(&host),
+        Some(shared) => memo(&shared.keys, host.clone(), || stat(&host)),
     }
-    let k = stat(&host);
-    if let Ok(mut m) = shared.keys.lock() {
-        m.insert(host, k);
-    }
-    k
 }
 
 fn canonical_of(fs: &Sysroot, apache_path: &str) -> PathBuf {

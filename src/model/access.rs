@@ -46,15 +46,25 @@ pub struct AccessConfig {
 }
 
 impl AccessConfig {
-    /// Whether a login here is checked against `AuthUserFile` (an htpasswd file), the one
-    /// check lighttpd's mod_auth makes for the converted site: `AuthBasicProvider` unset or
-    /// `file` alone, and no `AuthBasicUseDigestAlgorithm MD5` (the file read as htdigest).
-    /// Only this section's own settings; a folder merges them from its sections.
-    pub fn checks_other_than_file(&self) -> bool {
+    /// Where this section names a provider other than `file` alone (`AuthBasicProvider`).
+    pub fn other_provider_at(&self) -> Option<Span> {
         self.auth_basic_provider
             .as_ref()
-            .is_some_and(|p| p.value.iter().any(|x| !x.eq_ignore_ascii_case("file")))
-            || self.auth_basic_digest.as_ref().is_some_and(|d| !d.value.eq_ignore_ascii_case("off"))
+            .filter(|p| p.value.is_empty() || p.value.iter().any(|x| !x.eq_ignore_ascii_case("file")))
+            .map(|p| p.span)
+    }
+
+    /// Where this section has the password file read as digests
+    /// (`AuthBasicUseDigestAlgorithm` other than `Off`).
+    pub fn digest_at(&self) -> Option<Span> {
+        self.auth_basic_digest.as_ref().filter(|d| !d.value.eq_ignore_ascii_case("off")).map(|d| d.span)
+    }
+
+    /// Whether a login here is checked otherwise than against `AuthUserFile` (an htpasswd
+    /// file), the one check lighttpd's mod_auth makes for the converted site. Only this
+    /// section's own settings; a folder merges them from its sections.
+    pub fn checks_other_than_file(&self) -> bool {
+        self.other_provider_at().or(self.digest_at()).is_some()
     }
 
     pub fn is_empty(&self) -> bool {

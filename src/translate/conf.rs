@@ -1383,19 +1383,19 @@ fn rewrites_into_realms(
             let fixed = &path[..path.find(['$', '%']).unwrap_or(path.len())];
             let dynamic = fixed.len() < path.len();
             let source = realm_of(from);
-            let into: Vec<&String> = realms
+            let target_realm = realm_of(fixed);
+            let into = realms
                 .iter()
                 .filter(|r| Some(*r) != source)
-                .filter(|r| realm_of(fixed) == Some(*r) || (dynamic && r.starts_with(fixed)))
-                .collect();
-            if let Some(r) = into.first() {
+                .find(|r| target_realm == Some(*r) || (dynamic && r.starts_with(fixed)));
+            if let Some(r) = into {
                 findings.push(Finding::approximated(
                     Code::AuthAfterRewrite,
                     rule.at,
                     format!(
                         "this rewrite {} the password area {r}: lighttpd asks for the password of the URL as sent, \
                          so that area's users get 401 through it",
-                        if dynamic && realm_of(fixed) != Some(*r) { "can lead into" } else { "leads into" }
+                        if target_realm != Some(r) { "can lead into" } else { "leads into" }
                     ),
                 ));
             }
@@ -1492,35 +1492,28 @@ fn files_regex(rest: &str, name: &str, tail: &str) -> String {
     format!("{prefix}/(?:.*/)?{glob}{tail}$")
 }
 
-/// The URLs of a directory served at `url` (ending in `/`): the folder with or without
-/// its slash and everything under it, never a sibling that shares the prefix.
 /// The URL-paths a `<Location PATH>` matches, as `ap_location_walk` does: PATH as a
 /// prefix, which must end at a slash unless PATH ends in one.
 fn location_regex(path: &str) -> String {
-    if path.ends_with('/') {
-        let mut s = String::from("^");
-        for c in path.chars() {
-            if "\\^$.|?*+()[]{}".contains(c) {
-                s.push('\\');
-            }
-            s.push(c);
-        }
-        s
-    } else {
-        area_regex(path)
-    }
+    if path.ends_with('/') { format!("^{}", escape_re(path)) } else { area_regex(path) }
 }
 
+/// The URLs of a directory served at `url` (ending in `/`): the folder with or without
+/// its slash and everything under it, never a sibling that shares the prefix.
 fn area_regex(url: &str) -> String {
-    let mut s = String::from("^");
-    for c in url.trim_end_matches('/').chars() {
+    format!("^{}(?:/|$)", escape_re(url.trim_end_matches('/')))
+}
+
+/// `s` as a literal in a lighttpd (PCRE) pattern.
+fn escape_re(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
         if "\\^$.|?*+()[]{}".contains(c) {
-            s.push('\\');
+            out.push('\\');
         }
-        s.push(c);
+        out.push(c);
     }
-    s.push_str("(?:/|$)");
-    s
+    out
 }
 
 /// The first PHP backend a host's configuration names (server, vhost, its .htaccess files),

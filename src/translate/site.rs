@@ -600,30 +600,21 @@ impl Site<'_> {
         // Who checks a login (mod_auth_basic merges each from the innermost section that
         // sets it): lighten.lua honours lighttpd's user only for the `file` provider and
         // without AuthBasicUseDigestAlgorithm, the htpasswd check lighttpd made.
-        if let Some(p) = &a.auth_basic_provider {
-            let file = p.value.iter().all(|x| x.eq_ignore_ascii_case("file")) && !p.value.is_empty();
-            t.set("auth_provider", if file { "file" } else { "other" });
+        if a.auth_basic_provider.is_some() {
+            t.set("auth_provider", if a.other_provider_at().is_some() { "other" } else { "file" });
         }
         if let Some(d) = &a.auth_basic_digest {
             t.set("auth_digest", d.value.to_ascii_lowercase());
         }
-        if a.checks_other_than_file() {
-            let at = a
-                .auth_basic_provider
-                .as_ref()
-                .filter(|p| p.value.iter().any(|x| !x.eq_ignore_ascii_case("file")))
-                .map(|p| p.span)
-                .or(a.auth_basic_digest.as_ref().map(|d| d.span));
-            if let Some(at) = at {
-                self.findings.push(Finding::unsupported(
-                    Code::AuthProvider,
-                    at,
-                    "logins here are checked by another provider than an htpasswd file (AuthBasicProvider), or as \
-                     digests (AuthBasicUseDigestAlgorithm); lighttpd checks only htpasswd files"
-                        .into(),
-                    "no login is accepted there: 401",
-                ));
-            }
+        if let Some(at) = a.other_provider_at().or(a.digest_at()) {
+            self.findings.push(Finding::unsupported(
+                Code::AuthProvider,
+                at,
+                "logins here are checked by another provider than an htpasswd file (AuthBasicProvider), or as \
+                 digests (AuthBasicUseDigestAlgorithm); lighttpd checks only htpasswd files"
+                    .into(),
+                "no login is accepted there: 401",
+            ));
         }
         t
     }
