@@ -126,7 +126,9 @@ pub fn conf(
     // lighttpd's strings keep a backslash as it is (the regex's `\.`); only `"` is escaped
     let q = |s: &str| format!("\"{}\"", s.replace('"', "\\\""));
     let mut body = String::new();
-    body.push_str("  magnet.attract-physical-path-to = ( )\n  magnet.attract-response-start-to = ( )\n");
+    body.push_str(
+        "  magnet.attract-raw-url-to = ( )\n  magnet.attract-physical-path-to = ( )\n  magnet.attract-response-start-to = ( )\n",
+    );
     for (module, reset) in RESETS {
         if modules.iter().any(|m| m == module) {
             body.push_str(&format!("  {reset} = ( )\n"));

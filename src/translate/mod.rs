@@ -297,6 +297,9 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         lua_dir.join("lighten_plans.lua"),
         include_str!("../../templates/lua/lighten_plans.lua").to_string(),
     ));
+    if conf::uses_basic_auth(model) {
+        files.push((lua_dir.join(conf::REALM_FILE), conf::realm_script(opts)));
+    }
     files.push((lua_dir.join("lighten_mime.lua"), mime));
     files.push((lua_dir.join("lighten_htaccess.lua"), htaccess_module(model, cfg, opts.map_path.as_ref())));
     // Each compiled module once, with the hosts that use it named at its top.

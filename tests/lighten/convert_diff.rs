@@ -20,7 +20,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("plesk", "GET http://shop.example:80/autodiscover/autodiscover.xml", PROXY),
     ("plesk", "POST http://blog.example:80/Autodiscover/Autodiscover.xml", PROXY),
     ("plesk", "GET http://shop.example:80/mail/config-v1.1.xml?emailaddress=a%40shop.example", PROXY),
-    ("fragment-in-target", "GET /area-a/#/../../area-b/secret.txt", AUTH_FIRST),
     ("listing-shows-denied", "GET /files/", LISTING),
     ("symlinks", "GET http://strict.test/listed/", LISTING_LINK),
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
@@ -87,9 +86,6 @@ const LISTING_LINK: &str = "mod_autoindex lists the folder without the symbolic 
 const REGEX_LIMIT: &str = "PCRE2 gives up on a <FilesMatch> pattern for this name; Apache takes that as no match \
      (403 here), the converted site stops the request (500): neither applying the section (it may grant) nor \
      leaving it out (it may deny) is safe";
-
-const AUTH_FIRST: &str = "without a login, lighttpd's mod_auth asks for one (401) before lighten.lua sees the \
-     fragment Apache answers 400 for: both refuse";
 
 const CGI: &str = "a ScriptAlias program Apache runs through mod_cgid: lighttpd is not set up to run CGI, and \
                    the conversion refuses the file (403) rather than send its source";
