@@ -940,6 +940,24 @@ impl<'m> Engine<'m> {
                 self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
             }
         }
+        // The default handler (core.c's default_handler) and mod_autoindex by method,
+        // measured on 2.4.71: autoindex lists a folder for GET (and HEAD) only, and the
+        // default handler serves GET and POST alike but never a folder (404, "attempt to
+        // serve directory"); it answers OPTIONS itself, refuses a method Apache does not
+        // know (501) and any other (405) whatever the path names.
+        let method = self.method.as_str();
+        if !matches!(method, "GET" | "HEAD" | "POST" | "OPTIONS") {
+            if !APACHE_METHODS.contains(&method) {
+                self.note(None, format!("the default handler does not know the method {method}: 501"));
+                return done(501, Served::Error);
+            }
+            self.note(None, format!("the default handler does not take {method}: 405"));
+            return done(405, Served::Error);
+        }
+        if method == "POST" && kind == fs::Kind::Dir {
+            self.note(None, "POST to a folder: the default handler does not serve one (404)");
+            return done(404, Served::Error);
+        }
         match kind {
             fs::Kind::File => {
                 if path_info.is_some() {
@@ -1155,6 +1173,38 @@ fn try_alias(a: &crate::model::alias::Alias, uri: &str) -> Option<String> {
         }
     }
 }
+
+/// The methods Apache 2.4 knows (`ap_method_number_of`, the WebDAV and DeltaV ones
+/// included); any other is `M_INVALID`, which the default handler answers with 501.
+pub const APACHE_METHODS: &[&str] = &[
+    "GET",
+    "HEAD",
+    "PUT",
+    "POST",
+    "DELETE",
+    "CONNECT",
+    "OPTIONS",
+    "TRACE",
+    "PATCH",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+    "VERSION-CONTROL",
+    "CHECKOUT",
+    "UNCHECKOUT",
+    "CHECKIN",
+    "UPDATE",
+    "LABEL",
+    "REPORT",
+    "MKWORKSPACE",
+    "MKACTIVITY",
+    "BASELINE-CONTROL",
+    "MERGE",
+];
 
 fn handler_name(h: &Handler) -> String {
     match h {

@@ -1186,6 +1186,8 @@ function Ctx:handle(dc, fname, path_info, kind)
     return done(200, { type = "php", script = fname, path_info = path_info, dc = dc })
   end
   if h and h.other then refuse("the handler " .. tostring(h.other)) end
+  local refused = plans.default_handler_refuses(self.method, kind)
+  if refused then return done(refused) end
   if kind == "file" then
     if path_info then return done(404) end
     return done(200, { type = "file", path = fname, dc = dc, forced_type = self.forced_type })

@@ -846,6 +846,8 @@ local function handle(cx, dc, fname, path_info, kind)
     cx.served, cx.script, cx.path_info, cx.dc = "php", fname, path_info, dc
     return 200
   end
+  local refused = plans.default_handler_refuses(cx.method, kind)
+  if refused then return refused end
   if kind == "file" then
     if path_info then return 404 end
     cx.served, cx.path, cx.dc = "file", fname, dc
@@ -1321,7 +1323,8 @@ local function plain_target(site, target)
 end
 
 local function plain_file(site, target, method)
-  if method == "TRACE" then return nil end
+  -- (GET, HEAD and POST only: the default handler answers other methods itself)
+  if method ~= "GET" and method ~= "HEAD" and method ~= "POST" then return nil end
   local memo = site.plain
   local e = memo and memo[target]
   if e == nil then

@@ -339,6 +339,26 @@ function M.htaccess_refused(lc, asked, answered)
   return M.chains_refused(lc, M.refusal_chains(asked, answered))
 end
 
+-- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
+local APACHE_METHODS = {}
+for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "
+    .. "LOCK UNLOCK VERSION-CONTROL CHECKOUT UNCHECKOUT CHECKIN UPDATE LABEL REPORT MKWORKSPACE "
+    .. "MKACTIVITY BASELINE-CONTROL MERGE"):gmatch("%S+") do
+  APACHE_METHODS[m] = true
+end
+
+-- What Apache's default handler (core.c's default_handler) and mod_autoindex answer for
+-- `method` on what the walk found (`kind`: "file", "dir" or "missing"), or nil to go on:
+-- autoindex lists a folder for GET (and HEAD) only, and the default handler serves GET
+-- and POST alike but never a folder (404, "attempt to serve directory"); it answers
+-- OPTIONS itself, a method Apache does not know with 501 and any other with 405, whatever
+-- the path names (measured on 2.4.71; the evaluator's `handle` in Rust is the same).
+function M.default_handler_refuses(method, kind)
+  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
+  if method == "POST" then return kind == "dir" and 404 or nil end
+  return APACHE_METHODS[method] and 405 or 501
+end
+
 -- Whether Apache answers 400 for this Host ("Client sent malformed Host header"): the
 -- check of vhost.c's fix_hostname under HttpProtocolOptions Strict, measured on 2.4.71
 -- (eval::request::apache_host_ok is the same in Rust).  lighttpd.conf turns lighttpd's
