@@ -63,6 +63,8 @@ pub struct DirConfig<'m> {
     pub legacy: Option<&'m AccessConfig>,
     pub auth_type: Option<&'m str>,
     pub auth_name: Option<&'m str>,
+    /// The password file (`AuthUserFile`), with where it is set.
+    pub auth_user_file: Option<&'m crate::model::Spanned<String>>,
     pub options: u8,
     pub index: Option<&'m [String]>,
     pub directory_slash: bool,
@@ -92,6 +94,7 @@ impl Default for DirConfig<'_> {
             legacy: None,
             auth_type: None,
             auth_name: None,
+            auth_user_file: None,
             // Apache 2.4's default is `Options FollowSymlinks`.
             options: opt::SYM_LINKS,
             index: None,
@@ -301,7 +304,8 @@ pub fn regex_search(re: &str, subject: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn files_match(s: &Scope, base: &str) -> bool {
+/// Whether a `<Files>` or `<FilesMatch>` section applies to the name `base`.
+pub fn files_match(s: &Scope, base: &str) -> bool {
     match &s.matcher {
         Some(Matcher::Regex(re)) => regex_search(re, base),
         // apr_fnmatch(), as Apache's file walk uses it for a name with wildcards (a
@@ -312,7 +316,8 @@ fn files_match(s: &Scope, base: &str) -> bool {
     }
 }
 
-fn location_match(s: &Scope, uri: &str) -> bool {
+/// Whether a `<Location>` or `<LocationMatch>` section applies to the URL-path `uri`.
+pub fn location_match(s: &Scope, uri: &str) -> bool {
     match &s.matcher {
         Some(Matcher::Regex(re)) => regex_search(re, uri),
         Some(Matcher::Path(p)) => {
@@ -381,6 +386,9 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     }
     if let Some(n) = &a.auth_name {
         dc.auth_name = Some(n.value.as_str());
+    }
+    if let Some(f) = &a.auth_user_file {
+        dc.auth_user_file = Some(f);
     }
     merge_options(&mut dc.options, st);
     if let Some(i) = &st.directory_index {

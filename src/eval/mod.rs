@@ -20,7 +20,7 @@
 //! It reads files only through the sysroot and never starts a server; the differential
 //! tests hold it against real Apache.
 
-mod access;
+pub mod access;
 mod cond;
 pub mod dirconf;
 pub mod expand;

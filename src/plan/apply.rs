@@ -206,7 +206,11 @@ mod tests {
 
     #[test]
     fn writes_keep_backups_and_stay_inside() {
-        let dir = tempfile::tempdir().unwrap();
+        // (the output folder one level down, so that what would escape it lands in a folder
+        // of this test's own, whatever the machine's /tmp holds)
+        let top = tempfile::tempdir().unwrap();
+        std::fs::create_dir(top.path().join("out")).unwrap();
+        let dir = tempfile::TempDir::new_in(top.path().join("out")).unwrap();
         std::fs::write(dir.path().join("a.conf"), "old\n").unwrap();
         std::fs::write(dir.path().join("same"), "s\n").unwrap();
         let files = vec![

@@ -87,6 +87,8 @@ codes! {
         "write the section with a plain path (<Directory /path>, <Location /url>), then convert again; until then its users get 401";
     AuthAfterRewrite = "auth-after-rewrite", "approximated", "a rewrite into a password area: lighttpd asks for the password of the URL as sent",
         "link to the protected URL itself instead of rewriting into it, or keep the site on Apache; until then logins through the rewrite get 401";
+    AuthAsk = "auth-ask", "approximated", "lighttpd cannot ask for a password exactly where Apache does",
+        "give the sections that decide who logs in plain paths that lighttpd can name (<Directory /path>, <Files NAME>, <Location /url>, Allow from an address), then convert again; until then some of their users get 401";
     AuthUnreachable = "auth-unreachable", "approximated", "a password area no URL lighten can name reaches",
         "give the protected folder a URL (an Alias or a path under the DocumentRoot), then convert again; until then it answers 401";
     RequireDns = "require-dns", "approximated", "Require host / forward-dns: needs DNS, never grants here",

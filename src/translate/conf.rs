@@ -101,7 +101,7 @@ pub fn hosts(model: &Model) -> Vec<Option<usize>> {
 /// a backslash: control characters become spaces, and a backslash before a quote or at the
 /// end is left out (an AuthName `x\` would otherwise leave the string open and stop the
 /// whole server from starting).
-fn q(s: &str) -> String {
+pub(crate) fn q(s: &str) -> String {
     let mut v: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     while v.ends_with('\\') {
         v.pop();
@@ -827,8 +827,15 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             } else {
                 String::new()
             };
-            let auth =
-                auth_block(model, h, &docroot_apache(model, h), opts, &mut auth_findings.borrow_mut(), &need);
+            let auth = super::realms::blocks(
+                model,
+                h,
+                &docroot_apache(model, h),
+                opts,
+                &cfg.sources,
+                &mut auth_findings.borrow_mut(),
+                &need,
+            );
             let log = match h {
                 Some(_) => {
                     access_log(model, cfg, h, port, opts, &rt, "    ", &mut auth_findings.borrow_mut(), &need)
@@ -941,7 +948,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
 
 /// Whether any scope asks for Basic authentication with a password file.
 /// Basic authentication against a password file: what lighttpd's mod_auth carries.
-fn basic_auth(a: &crate::model::access::AccessConfig) -> bool {
+pub(crate) fn basic_auth(a: &crate::model::access::AccessConfig) -> bool {
     a.auth_user_file.is_some() && a.auth_type.as_ref().is_some_and(|t| t.value.eq_ignore_ascii_case("basic"))
 }
 
@@ -952,11 +959,18 @@ pub fn run_as(model: &Model) -> (Option<&Spanned<String>>, Option<&Spanned<Strin
     (host.user.as_ref().filter(|u| u.value != "root"), host.group.as_ref().filter(|g| g.value != "root"))
 }
 
+/// Whether a section sets `AuthType Basic` (the password file may come from another).
+pub(crate) fn asks_basic(a: &crate::model::access::AccessConfig) -> bool {
+    a.auth_type.as_ref().is_some_and(|t| t.value.eq_ignore_ascii_case("basic"))
+}
+
+/// Whether any section of the model sets `AuthType Basic`: lighttpd.conf loads mod_auth
+/// and the conversion writes lua/realm.lua.
 pub fn uses_basic_auth(model: &Model) -> bool {
     let mut found = false;
     let mut check = |s: &crate::model::Scope| {
         visit_scopes(s, &mut |sc| {
-            if sc.enabled && basic_auth(sc.settings.access()) {
+            if sc.enabled && asks_basic(sc.settings.access()) {
                 found = true;
             }
         })
@@ -1125,247 +1139,6 @@ fn docroot_apache(model: &Model, host: Option<usize>) -> String {
     .unwrap_or_else(|| "/var/www/html".into())
 }
 
-/// Basic authentication where Apache asks for it: lighttpd's mod_auth checks the
-/// password against the same htpasswd file for the URL prefix the directory serves;
-/// lighten.lua then decides `Require` with the user lighttpd authenticated.
-pub fn auth_block(
-    model: &Model,
-    host: Option<usize>,
-    docroot: &str,
-    opts: &Options,
-    findings: &mut Vec<Finding>,
-    need: &dyn Fn(NeedKind, &str, Option<Span>),
-) -> String {
-    let mut areas: Vec<(String, &crate::model::access::AccessConfig)> = Vec::new();
-    let mut dirs: Vec<(String, &crate::model::Scope)> = Vec::new();
-    let tops: Vec<&crate::model::Scope> = match host {
-        Some(i) => vec![&model.server, &model.vhosts[i].scope],
-        None => vec![&model.server],
-    };
-    use crate::model::{Matcher, ScopeKind};
-    // <Location> realms (and the sections a realm's URLs are opened by), in the order
-    // Apache merges them: after every folder's and <Files>, in configuration order.
-    let mut locations: Vec<(String, Option<&crate::model::access::AccessConfig>)> = Vec::new();
-    // the URL prefixes of the realms lighttpd asks a password for, each ending in `/`
-    let mut realm_urls: Vec<String> = Vec::new();
-    let unreachable =
-        |findings: &mut Vec<Finding>, a: &crate::model::access::AccessConfig, at: Span, what: &str| {
-            findings.push(Finding::approximated(
-                Code::AuthPattern,
-                a.auth_type.as_ref().map(|t| t.span).unwrap_or(at),
-                format!("a password for {what} is not asked for by lighttpd: its users cannot log in (401)"),
-            ))
-        };
-    for t in &tops {
-        for c in t.children.iter().filter(|c| c.enabled) {
-            let a = c.settings.access();
-            let wildcard = |p: &str| p.contains(['*', '?', '[']);
-            match (&c.kind, &c.matcher) {
-                (ScopeKind::Directory, Some(Matcher::Path(p))) if !wildcard(p) => dirs.push((p.clone(), c)),
-                (ScopeKind::Location, Some(Matcher::Path(p))) if !wildcard(p) => {
-                    if basic_auth(a) {
-                        realm_urls.push(if p.ends_with('/') { p.clone() } else { format!("{p}/") });
-                        locations.push((location_regex(p), Some(a)));
-                    } else if opens_without_user(a) {
-                        locations.push((location_regex(p), None));
-                    }
-                }
-                (ScopeKind::Directory | ScopeKind::DirectoryMatch, _) if basic_auth(a) => unreachable(
-                    findings,
-                    a,
-                    c.at,
-                    "a <DirectoryMatch> (or a <Directory> with a wildcard or ~)",
-                ),
-                (ScopeKind::Location | ScopeKind::LocationMatch, _) if basic_auth(a) => {
-                    unreachable(findings, a, c.at, "a <LocationMatch> (or a <Location> with a wildcard or ~)")
-                }
-                _ => {}
-            }
-        }
-    }
-    for h in model.htaccess.iter().filter(|h| h.host_ids.contains(&host)) {
-        if let Some(s) = &h.scope {
-            dirs.push((h.dir.clone(), s));
-        }
-    }
-    // URL prefixes of a directory: under the DocumentRoot, or under an Alias target.
-    let mut aliases: Vec<(String, String)> = Vec::new();
-    for t in &tops {
-        for a in &t.settings.aliases {
-            if let Some(from) = &a.from
-                && matches!(a.kind, crate::model::alias::AliasKind::Alias)
-            {
-                aliases.push((from.clone(), a.to.clone()));
-            }
-        }
-    }
-    let root = docroot.trim_end_matches('/');
-    // <Files> sections with a realm of their own: the URLs of that name in the folder and
-    // under it (Apache merges them after every folder's, so their blocks come last).
-    let mut file_areas: Vec<(usize, String, &crate::model::access::AccessConfig)> = Vec::new();
-    let mut open_files: Vec<(String, String)> = Vec::new();
-    let top_files: Vec<(String, &crate::model::Scope)> =
-        tops.iter().map(|t| (root.to_string(), *t)).collect();
-    for (dir, scope) in dirs.iter().cloned().chain(top_files) {
-        for c in scope.children.iter().filter(|c| {
-            c.enabled
-                && matches!(c.kind, crate::model::ScopeKind::Files | crate::model::ScopeKind::FilesMatch)
-        }) {
-            let a = c.settings.access();
-            if !basic_auth(a) {
-                // A name the folder's realm leaves open (the WordPress codex's admin-ajax.php):
-                // lighttpd does not ask for the password there; lighten.lua decides.
-                if opens_without_user(a)
-                    && let (crate::model::ScopeKind::Files, Some(crate::model::Matcher::Path(p))) =
-                        (&c.kind, &c.matcher)
-                    && let Some(rest) = dir
-                        .trim_end_matches('/')
-                        .strip_prefix(root)
-                        .filter(|r| r.is_empty() || r.starts_with('/'))
-                {
-                    open_files.push((format!("{rest}/"), files_regex(rest, p, "(?:/.*)?")));
-                }
-                continue;
-            }
-            let name = match (&c.kind, &c.matcher) {
-                (crate::model::ScopeKind::Files, Some(crate::model::Matcher::Path(p))) => p.clone(),
-                _ => {
-                    findings.push(Finding::approximated(
-                        Code::AuthFilesMatch,
-                        a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
-                        "a password for a <FilesMatch> (or <Files ~>) name is not asked for by lighttpd: \
-                         its users cannot log in (401)"
-                            .into(),
-                    ));
-                    continue;
-                }
-            };
-            let dir = dir.trim_end_matches('/');
-            let Some(rest) = dir.strip_prefix(root).filter(|r| r.is_empty() || r.starts_with('/')) else {
-                findings.push(Finding::approximated(
-                    Code::AuthUnreachable,
-                    a.auth_type.as_ref().map(|t| t.span).unwrap_or(c.at),
-                    format!("{dir} is not reached by a URL lighten can name: its users cannot log in (401)"),
-                ));
-                continue;
-            };
-            file_areas.push((rest.len(), files_regex(rest, &name, ""), a));
-        }
-    }
-    // Where each folder's rewrite rules start from: its URL (rules of the server and the
-    // virtual host: the site's root).
-    let rule_scopes: Vec<(String, &crate::model::Scope)> = tops
-        .iter()
-        .map(|t| ("/".to_string(), *t))
-        .chain(dirs.iter().filter_map(|(dir, scope)| {
-            let rest = dir.trim_end_matches('/').strip_prefix(root)?;
-            (rest.is_empty() || rest.starts_with('/')).then(|| (format!("{rest}/"), *scope))
-        }))
-        .filter(|(_, scope)| !scope.settings.rewrite().rules.is_empty())
-        .collect();
-    for (dir, scope) in dirs {
-        let a = scope.settings.access();
-        if !basic_auth(a) {
-            continue;
-        }
-        let dir = dir.trim_end_matches('/');
-        let url = if let Some(rest) = dir.strip_prefix(root).filter(|r| r.is_empty() || r.starts_with('/')) {
-            Some(format!("{rest}/"))
-        } else {
-            aliases.iter().find_map(|(from, to)| {
-                let to = to.trim_end_matches('/');
-                dir.strip_prefix(to)
-                    .filter(|r| r.is_empty() || r.starts_with('/'))
-                    .map(|r| format!("{}{r}/", from.trim_end_matches('/')))
-            })
-        };
-        match url {
-            Some(u) => areas.push((u, a)),
-            None => findings.push(Finding::approximated(
-                Code::AuthUnreachable,
-                a.auth_type.as_ref().map(|t| t.span).unwrap_or(scope.at),
-                format!("{dir} is not reached by a URL lighten can name: its users cannot log in (401)"),
-            )),
-        }
-    }
-    // lighttpd takes the last matching $HTTP["url"] block, Apache the innermost directory:
-    // shorter prefixes first (stable: server, vhost, then .htaccess for the same folder),
-    // and one block per prefix (the last, as Apache merges).
-    areas.sort_by_key(|(url, _)| url.len());
-    let mut kept: Vec<(String, &crate::model::access::AccessConfig)> = Vec::new();
-    for (url, a) in areas {
-        kept.retain(|(u, _)| *u != url);
-        kept.push((url, a));
-    }
-    realm_urls.extend(kept.iter().filter(|(_, a)| !opens_without_user(a)).map(|(u, _)| u.clone()));
-    rewrites_into_realms(&rule_scopes, &realm_urls, findings);
-    file_areas.sort_by_key(|(depth, _, _)| *depth);
-    // (only names inside a folder's realm: elsewhere nothing asks for a password)
-    open_files.retain(|(dir, _)| kept.iter().any(|(url, _)| dir.starts_with(url.as_str())));
-    // (an opening <Location> only inside a realm, of a folder or a <Location> before it)
-    let realm_before = |k: usize| !kept.is_empty() || locations[..k].iter().any(|(_, a)| a.is_some());
-    let locations: Vec<(String, Option<&crate::model::access::AccessConfig>)> = locations
-        .iter()
-        .enumerate()
-        .filter(|(k, (_, a))| a.is_some() || realm_before(*k))
-        .map(|(_, l)| l.clone())
-        .collect();
-    let mut blocks: Vec<(String, &crate::model::access::AccessConfig)> =
-        kept.into_iter().map(|(url, a)| (area_regex(&url), a)).collect();
-    blocks.extend(file_areas.into_iter().map(|(_, re, a)| (re, a)));
-    let mut out = String::new();
-    let emit = |out: &mut String, re: String, a: &crate::model::access::AccessConfig| {
-        // Satisfy Any with an allowed address, or `Require ip` beside `Require valid-user`:
-        // from those addresses Apache asks for no password.
-        let mut open = String::new();
-        for ip in open_addresses(a) {
-            open.push_str(&format!("      $HTTP[\"remote-ip\"] == {} {{ auth.require = ( ) }}\n", q(&ip)));
-        }
-        let file = a.auth_user_file.as_ref().map(|f| (opts.map_path)(&f.value)).unwrap_or_default();
-        need(NeedKind::PasswordFile, &file, a.auth_user_file.as_ref().map(|f| f.span));
-        let realm = a.auth_name.as_ref().map(|n| n.value.clone()).unwrap_or_default();
-        out.push_str(&format!(
-            "    $HTTP[\"url\"] =~ {} {{\n      auth.backend = \"htpasswd\"\n      auth.backend.htpasswd.userfile = {}\n      auth.require = ( \"\" => ( \"method\" => \"basic\", \"realm\" => {}, \"require\" => \"valid-user\" ) )\n      # which password file checked the user: the Lua honours it only for this realm\n      # (set, not added: a client's own header of that name is replaced)\n      setenv.set-request-header = ( \"X-Lighten-Auth-File\" => {} )\n      # Apache's 400 for a '#' in the target or a malformed Host comes before its password\n      magnet.attract-raw-url-to = ( {} )\n{open}    }}\n",
-            q(&re),
-            q(&file),
-            q(&realm),
-            q(&file),
-            q(&format!("{}/{REALM_FILE}", lua_dir(opts))),
-        ));
-    };
-    // In the order lighttpd is to weigh them (the last matching block wins). One block a
-    // pattern: lighttpd refuses a conditional written twice, and where a folder and a
-    // <Location> name the same URLs the later section is what Apache merges last.
-    const OPEN_FILES: &str =
-        "a <Files> name its folder's realm leaves open: no password asked (lighten.lua decides)";
-    const OPEN_FOLDER: &str =
-        "a realm's folder whose own Require grants without a user: no password asked (the Lua decides)";
-    const OPEN_LOCATION: &str =
-        "a <Location> a realm before it leaves open: no password asked (the Lua decides)";
-    let mut ordered: Vec<(String, Result<&crate::model::access::AccessConfig, &str>)> = Vec::new();
-    let entries = blocks
-        .into_iter()
-        // (a realm whose own Require also grants without a user, `Require all granted`
-        // beside `Require valid-user`: Apache lets everybody in without asking)
-        .map(|(re, a)| (re, if opens_without_user(a) { Err(OPEN_FOLDER) } else { Ok(a) }))
-        .chain(open_files.into_iter().map(|(_, re)| (re, Err(OPEN_FILES))))
-        .chain(locations.into_iter().map(|(re, a)| (re, a.ok_or(OPEN_LOCATION))));
-    for (re, what) in entries {
-        ordered.retain(|(r, _)| *r != re);
-        ordered.push((re, what));
-    }
-    for (re, what) in ordered {
-        match what {
-            Ok(a) => emit(&mut out, re, a),
-            Err(why) => out.push_str(&format!(
-                "    # {why}\n    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n",
-                q(&re)
-            )),
-        }
-    }
-    out
-}
-
 /// Internal rewrites that lead into a password area from outside it (or from another
 /// realm): lighttpd's mod_auth asks for the password of the URL the client sent, and the
 /// Lua honours a login only for the realm whose file checked it, so the target realm's
@@ -1373,7 +1146,7 @@ pub fn auth_block(
 /// reported on the rule's line. A target with a `$n` or `%{..}` in it is taken by what
 /// comes before that: when that prefix is the start of a realm's URLs, the rule can
 /// lead there.
-fn rewrites_into_realms(
+pub(crate) fn rewrites_into_realms(
     scopes: &[(String, &crate::model::Scope)],
     realms: &[String],
     findings: &mut Vec<Finding>,
@@ -1430,44 +1203,9 @@ fn rewrites_into_realms(
     }
 }
 
-/// Whether a section's own access rules grant without a user: `Require all granted`
-/// (replacing the folder's Require), or `Satisfy Any` with `Allow from all`.
-fn opens_without_user(a: &crate::model::access::AccessConfig) -> bool {
-    let and = a.auth_merging.as_ref().is_some_and(|m| m.value.eq_ignore_ascii_case("and"));
-    let granted = !and
-        && !a.require.is_empty()
-        && a.require.iter().any(|z| crate::translate::compile::merge_static_authz(z) == Some(true));
-    let any = a.satisfy.as_ref().is_some_and(|s| s.value == crate::model::access::Satisfy::Any);
-    let all = a.allow.iter().any(|r| r.from.iter().any(|h| h.eq_ignore_ascii_case("all")));
-    granted || (any && all && a.deny.is_empty())
-}
-
-/// The addresses a realm lets in without a password, as lighttpd's `remote-ip` takes them
-/// (CIDR): `Allow from` under `Satisfy Any`, and `Require ip` in the top-level list beside
-/// the realm's `Require`. Names and the forms lighten does not read are left out: those
-/// clients are asked for the password (stricter).
-fn open_addresses(a: &crate::model::access::AccessConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    if a.satisfy.as_ref().is_some_and(|s| s.value == crate::model::access::Satisfy::Any) {
-        for r in &a.allow {
-            out.extend(r.from.iter().filter_map(|h| cidr(h)));
-        }
-    }
-    for z in &a.require {
-        if let crate::model::access::Authz::Require { negated: false, provider, args, .. } = z
-            && provider.eq_ignore_ascii_case("ip")
-        {
-            out.extend(args.iter().filter_map(|h| cidr(h)));
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
 /// An address as mod_authz_host reads it (a full or partial IPv4 address, a network with
 /// a prefix length or a netmask, an IPv6 address or network) in CIDR form.
-fn cidr(h: &str) -> Option<String> {
+pub(crate) fn cidr(h: &str) -> Option<String> {
     use std::net::{Ipv4Addr, Ipv6Addr};
     let (addr, len) = match h.split_once('/') {
         Some((a, l)) => (a, Some(l)),
@@ -1511,7 +1249,7 @@ fn cidr(h: &str) -> Option<String> {
 
 /// The URLs of a `<Files>` name (literal or glob) in the folder served at `rest` and under
 /// it, then `tail` (PATH_INFO for an exception).
-fn files_regex(rest: &str, name: &str, tail: &str) -> String {
+pub(crate) fn files_regex(rest: &str, name: &str, tail: &str) -> String {
     let glob = crate::translate::site::glob_to_regex(name, true);
     let glob = glob.trim_start_matches('^').trim_end_matches('$');
     let prefix = area_regex(&format!("{rest}/"));
@@ -1521,13 +1259,13 @@ fn files_regex(rest: &str, name: &str, tail: &str) -> String {
 
 /// The URL-paths a `<Location PATH>` matches, as `ap_location_walk` does: PATH as a
 /// prefix, which must end at a slash unless PATH ends in one.
-fn location_regex(path: &str) -> String {
+pub(crate) fn location_regex(path: &str) -> String {
     if path.ends_with('/') { format!("^{}", escape_re(path)) } else { area_regex(path) }
 }
 
 /// The URLs of a directory served at `url` (ending in `/`): the folder with or without
 /// its slash and everything under it, never a sibling that shares the prefix.
-fn area_regex(url: &str) -> String {
+pub(crate) fn area_regex(url: &str) -> String {
     format!("^{}(?:/|$)", escape_re(url.trim_end_matches('/')))
 }
 

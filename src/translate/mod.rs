@@ -19,6 +19,7 @@ pub mod fpm;
 pub mod links;
 pub mod logs;
 pub mod lua;
+pub mod realms;
 pub mod report;
 pub mod site;
 
