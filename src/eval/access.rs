@@ -84,56 +84,47 @@ fn legacy_allows(l: &crate::model::access::AccessConfig, c: &Client) -> bool {
     }
 }
 
-/// `Allow from` / `Deny from` arguments: `all`, `env=[!]VAR`, an IP, a partial IP, a
-/// network (`10.0.0.0/8`, `10.0.0.0/255.0.0.0`); host names never match (no DNS here).
+/// `Allow from` / `Deny from` arguments: `all`, `env=[!]VAR`, an address or network as
+/// APR reads it (`model::subnet`); host names never match here (no DNS: the engine says
+/// such a request is decided by DNS, `names_host`).
 fn host_matches(h: &str, c: &Client) -> bool {
     let lower = h.to_ascii_lowercase();
     if lower == "all" {
         return true;
     }
-    if let Some(var) = lower.strip_prefix("env=") {
+    if let Some(var) = h.get(4..).filter(|_| lower.starts_with("env=")) {
         return match var.strip_prefix('!') {
-            Some(v) => !c.env.contains_key(v),
-            None => c.env.contains_key(var),
+            Some(v) => env_get(c.env, v).is_none(),
+            None => env_get(c.env, var).is_some(),
         };
     }
     ip_matches(h, c.ip)
 }
 
-/// An IP, a partial IPv4 (`10.1`), or a CIDR / netmask network.
+/// Whether `l`'s Allow or Deny lines name a host (double-reverse DNS in Apache).
+pub fn names_host(l: &crate::model::access::AccessConfig) -> bool {
+    l.allow.iter().chain(&l.deny).flat_map(|r| &r.from).any(|h| {
+        let lower = h.to_ascii_lowercase();
+        lower != "all"
+            && !lower.starts_with("env=")
+            && crate::model::subnet::parse_word(h) == Err(crate::model::subnet::SubnetError::NotAnAddress)
+    })
+}
+
+/// An environment variable as Apache's tables find it: the name in any case.
+pub fn env_get<'e>(env: &'e BTreeMap<String, String>, name: &str) -> Option<&'e String> {
+    env.get(name).or_else(|| env.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v))
+}
+
+/// The method as Apache numbers it: HEAD is GET (`M_GET`).
+pub fn method_number(m: &str) -> &str {
+    if m == "HEAD" { "GET" } else { m }
+}
+
+/// An address or network as APR reads it (`model::subnet`): a partial IPv4 (`10.1`), a
+/// CIDR or dotted-mask network.
 pub fn ip_matches(spec: &str, ip: IpAddr) -> bool {
-    if let Some((net, bits)) = spec.split_once('/') {
-        let Ok(net) = net.parse::<IpAddr>() else { return false };
-        let prefix: u32 = match bits.parse::<u32>() {
-            Ok(b) => b,
-            Err(_) => match bits.parse::<std::net::Ipv4Addr>() {
-                Ok(mask) => u32::from(mask).count_ones(),
-                Err(_) => return false,
-            },
-        };
-        return match (net, ip) {
-            (IpAddr::V4(n), IpAddr::V4(i)) => {
-                let m = if prefix == 0 { 0 } else { u32::MAX << (32 - prefix.min(32)) };
-                u32::from(n) & m == u32::from(i) & m
-            }
-            (IpAddr::V6(n), IpAddr::V6(i)) => {
-                let m = if prefix == 0 { 0 } else { u128::MAX << (128 - prefix.min(128)) };
-                u128::from(n) & m == u128::from(i) & m
-            }
-            _ => false,
-        };
-    }
-    if let Ok(exact) = spec.parse::<IpAddr>() {
-        return exact == ip;
-    }
-    // A partial IPv4 address: whole octets only.
-    if let IpAddr::V4(v4) = ip {
-        let parts: Vec<&str> = spec.trim_end_matches('.').split('.').collect();
-        if parts.len() < 4 && parts.iter().all(|p| p.parse::<u8>().is_ok()) {
-            return parts.iter().zip(v4.octets()).all(|(p, o)| p.parse::<u8>() == Ok(o));
-        }
-    }
-    false
+    crate::model::subnet::parse_word(spec).is_ok_and(|s| s.contains(ip))
 }
 
 fn eval_any(list: &[&Authz], c: &Client) -> Decision {
@@ -185,8 +176,8 @@ fn eval(a: &Authz, c: &Client) -> Decision {
                 }
                 "ip" => yes(args.iter().any(|s| ip_matches(s, c.ip))),
                 "local" => yes(c.ip.is_loopback()),
-                "env" => yes(args.iter().any(|v| c.env.contains_key(v))),
-                "method" => yes(args.iter().any(|m| m.eq_ignore_ascii_case(c.method))),
+                "env" => yes(args.iter().any(|v| env_get(c.env, v).is_some())),
+                "method" => yes(args.iter().any(|m| method_number(m) == method_number(c.method))),
                 "valid-user" | "user" | "group" | "file-owner" | "file-group" => Decision::NeedsUser,
                 // Host names need DNS; expressions are not evaluated: neither grants.
                 _ => Decision::Denied,

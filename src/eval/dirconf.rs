@@ -381,15 +381,7 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
         dc.legacy = Some(a);
     }
-    if let Some(t) = &a.auth_type {
-        dc.auth_type = Some(t.value.as_str());
-    }
-    if let Some(n) = &a.auth_name {
-        dc.auth_name = Some(n.value.as_str());
-    }
-    if let Some(f) = &a.auth_user_file {
-        dc.auth_user_file = Some(f);
-    }
+    merge_auth(dc, a);
     merge_options(&mut dc.options, st);
     if let Some(i) = &st.directory_index {
         dc.index = Some(&i.value);
@@ -428,19 +420,36 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
         dc.redirects.splice(0..0, s.settings.redirects.iter());
         dc.env.extend(s.settings.env.iter());
     }
-    // <Limit>/<LimitExcept> inside: their access rules count for the methods they name.
+    // <Limit>/<LimitExcept> inside: their access rules (Require, Order/Allow/Deny,
+    // Satisfy) count for the methods they name; anything else in them (AuthType, AuthName,
+    // AuthUserFile) for every method, as Apache reads it into the enclosing section.
     for c in s.children.iter().filter(|c| c.enabled) {
         let applies = match (&c.kind, &c.matcher) {
-            (ScopeKind::Limit, Some(Matcher::Methods(ms))) => method_in(ms, t.method),
-            (ScopeKind::LimitExcept, Some(Matcher::Methods(ms))) => !method_in(ms, t.method),
-            _ => false,
+            (ScopeKind::Limit, Some(Matcher::Methods(ms))) => Some(method_in(ms, t.method)),
+            (ScopeKind::LimitExcept, Some(Matcher::Methods(ms))) => Some(!method_in(ms, t.method)),
+            _ => None,
         };
-        if applies {
-            apply(dc, c, dir, t);
+        match applies {
+            Some(true) => apply(dc, c, dir, t),
+            Some(false) => merge_auth(dc, c.settings.access()),
+            None => {}
         }
         if matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf | ScopeKind::Else) {
             dc.ifs.push((c, dir.to_string()));
         }
+    }
+}
+
+/// AuthType, AuthName and AuthUserFile of one section, each where it is set.
+fn merge_auth<'m>(dc: &mut DirConfig<'m>, a: &'m AccessConfig) {
+    if let Some(t) = &a.auth_type {
+        dc.auth_type = Some(t.value.as_str());
+    }
+    if let Some(n) = &a.auth_name {
+        dc.auth_name = Some(n.value.as_str());
+    }
+    if let Some(f) = &a.auth_user_file {
+        dc.auth_user_file = Some(f);
     }
 }
 
@@ -511,7 +520,9 @@ pub fn walk_options(model: &Model, vhost: Option<usize>, dir: &str) -> Option<u8
     Some(options)
 }
 
-/// `<Limit GET>` also covers HEAD.
+/// Whether `method` is among `ms` as Apache numbers methods: by name, case-sensitively,
+/// HEAD and GET one method (`<Limit HEAD>` covers GET too).
 fn method_in(ms: &[String], method: &str) -> bool {
-    ms.iter().any(|m| m.eq_ignore_ascii_case(method) || (m.eq_ignore_ascii_case("GET") && method == "HEAD"))
+    use super::access::method_number;
+    ms.iter().any(|m| method_number(m) == method_number(method))
 }

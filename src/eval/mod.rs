@@ -775,15 +775,24 @@ impl<'m> Engine<'m> {
                 self.forced_type.clone(),
                 self.last_dc.clone(),
             );
+            // (ap_sub_req_lookup_uri: the sub-request is a GET, whatever the request's
+            // method; the main request's handler then runs with its own)
+            let method = std::mem::replace(&mut self.method, "GET".into());
             self.subreq = true;
             let end = self.round(&cand_uri, args.clone());
             self.subreq = false;
+            self.method = method;
             let regular = fs::stat(self.fs, &cand_file).kind == fs::Kind::File;
             match end {
                 RoundEnd::Done(o)
                     if o.status == 200 && matches!(o.served, Served::File { .. } | Served::Php { .. }) =>
                 {
                     self.note(None, format!("DirectoryIndex: {cand_uri}"));
+                    if matches!(o.served, Served::File { .. })
+                        && let Some(refused) = self.default_handler_refuses(fs::Kind::File)
+                    {
+                        return Some(refused);
+                    }
                     return Some(RoundEnd::Done(o));
                 }
                 RoundEnd::Internal { uri, args } if regular => {
@@ -871,6 +880,10 @@ impl<'m> Engine<'m> {
             env: &self.env,
             has_credentials: self.req.header("Authorization").is_some(),
         };
+        // Allow/Deny by host name: Apache asks DNS (double-reverse), which this does not.
+        if dc.legacy.is_some_and(access::names_host) {
+            self.unknown.get_or_insert_with(|| "Allow or Deny by host name: decided by DNS".into());
+        }
         let (denied, why) = access::check(dc, &client);
         let at = access::deciding_span(dc, &why);
         self.note(at, format!("access: {why}"));
@@ -890,6 +903,33 @@ impl<'m> Engine<'m> {
         let t = dirconf::Target { filename, is_dir, uri, method: &method };
         let (model, vhost) = (self.model, self.vhost);
         dirconf::build(model, vhost, &t, trace, &mut |e| self.decide_expr(e))
+    }
+
+    /// What the default handler (core.c's default_handler) and mod_autoindex answer by
+    /// method for what the walk found, measured on 2.4.71, or None to go on: autoindex
+    /// lists a folder for GET (and HEAD) only, and the default handler serves GET and POST
+    /// alike but never a folder (404, "attempt to serve directory"); it answers OPTIONS
+    /// itself, refuses a method Apache does not know (501) and any other (405) whatever
+    /// the path names.
+    fn default_handler_refuses(&mut self, kind: fs::Kind) -> Option<RoundEnd> {
+        let method = self.method.clone();
+        if method == "OPTIONS" {
+            self.note(None, "the default handler answers OPTIONS with the methods it takes");
+            return Some(done(200, Served::Options));
+        }
+        if !matches!(method.as_str(), "GET" | "HEAD" | "POST") {
+            if !APACHE_METHODS.contains(&method.as_str()) {
+                self.note(None, format!("the default handler does not know the method {method}: 501"));
+                return Some(done(501, Served::Error));
+            }
+            self.note(None, format!("the default handler does not take {method}: 405"));
+            return Some(done(405, Served::Error));
+        }
+        if method == "POST" && kind == fs::Kind::Dir {
+            self.note(None, "POST to a folder: the default handler does not serve one (404)");
+            return Some(done(404, Served::Error));
+        }
+        None
     }
 
     /// The handler's answer for a mapped file.
@@ -940,23 +980,8 @@ impl<'m> Engine<'m> {
                 self.unknown.get_or_insert(format!("handler {name} is not evaluated"));
             }
         }
-        // The default handler (core.c's default_handler) and mod_autoindex by method,
-        // measured on 2.4.71: autoindex lists a folder for GET (and HEAD) only, and the
-        // default handler serves GET and POST alike but never a folder (404, "attempt to
-        // serve directory"); it answers OPTIONS itself, refuses a method Apache does not
-        // know (501) and any other (405) whatever the path names.
-        let method = self.method.as_str();
-        if !matches!(method, "GET" | "HEAD" | "POST" | "OPTIONS") {
-            if !APACHE_METHODS.contains(&method) {
-                self.note(None, format!("the default handler does not know the method {method}: 501"));
-                return done(501, Served::Error);
-            }
-            self.note(None, format!("the default handler does not take {method}: 405"));
-            return done(405, Served::Error);
-        }
-        if method == "POST" && kind == fs::Kind::Dir {
-            self.note(None, "POST to a folder: the default handler does not serve one (404)");
-            return done(404, Served::Error);
+        if let Some(refused) = self.default_handler_refuses(kind) {
+            return refused;
         }
         match kind {
             fs::Kind::File => {

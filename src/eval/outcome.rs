@@ -26,6 +26,8 @@ pub enum Served {
     Error,
     /// The core's echo of a TRACE request (`message/http`).
     Trace,
+    /// The default handler's answer to OPTIONS: an Allow header, no body.
+    Options,
     /// Handed to mod_proxy (a `[P]` rule).
     Proxy { url: String },
     /// The evaluator cannot say (an `<If>` it does not evaluate, a `prg:` map, ...).

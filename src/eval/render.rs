@@ -39,6 +39,7 @@ pub fn text(req: &Request, ev: &Evaluation, map: &SourceMap) -> String {
         Served::Error => "answers with Apache's error page".to_string(),
         Served::Proxy { url } => format!("proxies to {url}"),
         Served::Trace => "echoes the TRACE request".to_string(),
+        Served::Options => "answers OPTIONS with the methods it takes (no body)".to_string(),
         Served::Unknown { reason } => format!("cannot be predicted: {reason}"),
     };
     let _ = writeln!(out, "outcome: {} {what}", o.status);

@@ -186,7 +186,8 @@ fn read_require_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Auth
         return None;
     }
     if provider == "all" {
-        let v = args.first().map(|a| a.to_ascii_lowercase());
+        // (Apache compares the whole rest of the line: `granted extra` is refused)
+        let v = args.first().filter(|_| args.len() == 1).map(|a| a.to_ascii_lowercase());
         if !matches!(v.as_deref(), Some("granted") | Some("denied")) {
             cx.diags.push(Diagnostic::new(
                 Code::BadArgument,
@@ -201,6 +202,27 @@ fn read_require_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Auth
                 item.span,
                 "negative Require directive has no effect with 'all'",
             ));
+            return None;
+        }
+    }
+    // The providers that read their arguments at startup (mod_authz_core's method,
+    // mod_authz_host's ip) refuse what they cannot read: at startup, or 500 for an .htaccess.
+    for a in &args {
+        let why = match provider.as_str() {
+            "method" if !crate::eval::APACHE_METHODS.contains(&a.as_str()) => {
+                Some(format!("Invalid Method '{a}'"))
+            }
+            "ip" => match super::subnet::parse_word(a) {
+                Ok(_) => None,
+                Err(super::subnet::SubnetError::NotAnAddress) => {
+                    Some(format!("ip address '{a}' appears to be invalid"))
+                }
+                Err(e) => Some(format!("ip address '{a}' appears to be invalid: {}", e.message())),
+            },
+            _ => None,
+        };
+        if let Some(why) = why {
+            cx.diags.push(Diagnostic::new(Code::BadArgument, item.span, why));
             return None;
         }
     }
@@ -315,6 +337,23 @@ pub fn read_host_rule(item: &Item, cx: &mut ReadCx) -> Option<HostRule> {
             format!("{} must be followed by 'from' and hosts", item.name.value),
         ));
         return None;
+    }
+    // mod_access_compat's allow_cmd(): `all`, `env=[!]VAR`, an address or network as APR
+    // reads it, else a host name; what looks like an address but is none is refused.
+    for (w, word) in vals[1..].iter().zip(&item.args[1..]) {
+        let lower = w.to_ascii_lowercase();
+        if lower == "all" || lower.starts_with("env=") {
+            continue;
+        }
+        let why = match super::subnet::parse_word(w) {
+            Ok(_) => None,
+            Err(super::subnet::SubnetError::NotAnAddress) if !w.contains('/') => None,
+            Err(e) => Some(e.message()),
+        };
+        if let Some(why) = why {
+            cx.diags.push(Diagnostic::new(Code::BadArgument, word.span, format!("{why} ({w})")));
+            return None;
+        }
     }
     Some(HostRule { from: vals[1..].iter().map(|s| s.to_string()).collect(), at: item.span })
 }

@@ -20,6 +20,7 @@ mod scope;
 mod select;
 pub mod server;
 pub mod settings;
+pub mod subnet;
 pub mod vhost;
 
 pub use coverage::Coverage;
@@ -70,7 +71,7 @@ pub struct PhpHandler {
 
 /// Builds the model; returns it with the diagnostics found on the way.
 pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
-    let mut b = Builder { diags: Vec::new(), vhost_items: Vec::new() };
+    let mut b = Builder { diags: Vec::new(), htaccess: false, vhost_items: Vec::new() };
     let items = std::mem::take(&mut config.items);
     let mut server = Scope::new(ScopeKind::Server, None, Span::new(crate::source::FileId(0), 0, 0), true);
     b.fill(&mut server, items, true, None);
@@ -127,6 +128,8 @@ struct Reach<'a> {
 
 struct Builder {
     diags: Vec<Diagnostic>,
+    /// Reading a .htaccess file (where `<Limit>` cannot register a new method).
+    htaccess: bool,
     /// `<VirtualHost>` sections found at the top level, with their enabled flag.
     vhost_items: Vec<(Item, bool)>,
 }
@@ -232,8 +235,27 @@ impl Builder {
                 Matcher::Expr(args.first().map(|a| a.to_string()).unwrap_or_default())
             }
             ScopeKind::Else => Matcher::Otherwise,
+            // Method names as written: Apache's are case-sensitive (`get` is a method of its
+            // own, which the server configuration registers and a .htaccess may not).
             ScopeKind::Limit | ScopeKind::LimitExcept => {
-                Matcher::Methods(args.iter().map(|m| m.to_ascii_uppercase()).collect())
+                if on {
+                    for (m, w) in args.iter().zip(&item.args) {
+                        let why = if kind == ScopeKind::Limit && *m == "TRACE" {
+                            Some("TRACE cannot be controlled by <Limit>, see TraceEnable".to_string())
+                        } else if self.htaccess && !crate::eval::APACHE_METHODS.contains(m) {
+                            Some(format!(
+                                "Could not register method '{m}' for <{} from .htaccess configuration",
+                                item.name.value
+                            ))
+                        } else {
+                            None
+                        };
+                        if let Some(why) = why {
+                            self.diags.push(Diagnostic::new(Code::BadArgument, w.span, why));
+                        }
+                    }
+                }
+                Matcher::Methods(args.iter().map(|m| m.to_string()).collect())
             }
             ScopeKind::DirectoryMatch
             | ScopeKind::FilesMatch
@@ -467,7 +489,7 @@ struct Done {
 
 /// Reads, expands and models one .htaccess as file `id`.
 fn model_file(config: &Config, job: &Job, id: FileId) -> Done {
-    let mut b = Builder { diags: Vec::new(), vhost_items: Vec::new() };
+    let mut b = Builder { diags: Vec::new(), htaccess: true, vhost_items: Vec::new() };
     let mut h = Htaccess {
         path: job.path.clone(),
         dir: job.dir.clone(),

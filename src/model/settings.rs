@@ -171,7 +171,18 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         "authbasicusedigestalgorithm" => {
             set(&mut s.access_mut().auth_basic_digest, first(item).unwrap_or_default(), item)
         }
-        "authmerging" => set(&mut s.access_mut().auth_merging, first(item).unwrap_or_default(), item),
+        "authmerging" => {
+            let v = first(item).unwrap_or_default();
+            if ["off", "and", "or"].contains(&v.to_ascii_lowercase().as_str()) {
+                set(&mut s.access_mut().auth_merging, v, item)
+            } else {
+                cx.diags.push(Diagnostic::new(
+                    crate::diagnostic::Code::BadArgument,
+                    item.span,
+                    "AuthMerging must be one of: Off | And | Or",
+                ));
+            }
+        }
         // mod_alias
         "alias" => s.aliases.extend(alias::read_alias(item, AliasKind::Alias, cx)),
         "aliasmatch" => s.aliases.extend(alias::read_alias(item, AliasKind::AliasMatch, cx)),

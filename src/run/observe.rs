@@ -42,6 +42,8 @@ pub fn observe(
     } else if resp.status == 200 && resp.header("Content-Type").is_some_and(|t| t.starts_with("message/http"))
     {
         Served::Trace
+    } else if resp.status == 200 && resp.header("Allow").is_some() && resp.body.is_empty() && !head {
+        Served::Options
     } else if (300..400).contains(&resp.status) && location.is_some() {
         Served::Redirect
     } else if resp.status >= 400 {

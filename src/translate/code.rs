@@ -91,8 +91,8 @@ codes! {
         "give the sections that decide who logs in plain paths that lighttpd can name (<Directory /path>, <Files NAME>, <Location /url>, Allow from an address), then convert again; until then some of their users get 401";
     AuthUnreachable = "auth-unreachable", "approximated", "a password area no URL lighten can name reaches",
         "give the protected folder a URL (an Alias or a path under the DocumentRoot), then convert again; until then it answers 401";
-    RequireDns = "require-dns", "approximated", "Require host / forward-dns: needs DNS, never grants here",
-        "replace Require host with Require ip (the addresses), then convert again; until then it never grants";
+    RequireDns = "require-dns", "approximated", "Require host / forward-dns, Allow or Deny from a host name: needs DNS, never lets anybody in here",
+        "replace the host name with the addresses (Require ip, Allow from or Deny from an address), then convert again; until then it never lets anybody in";
     AuthProvider = "auth-provider", "unsupported", "AuthBasicProvider other than file, or AuthBasicUseDigestAlgorithm",
         "keep the logins in an htpasswd file (AuthUserFile, the file provider), then convert again; until then no login is accepted there";
     RequireProvider = "require-provider", "unsupported", "Require group, file-owner or file-group",

@@ -398,17 +398,19 @@ fn response_hook(site: &Site, n: usize, hook: &str, indent: &str) -> String {
     if !site.response_hooks.get(n - 1).copied().unwrap_or(true) {
         return format!("{indent}magnet.attract-response-start-to = ( )\n");
     }
-    if matches!(site.tiers.get(n - 1), Some(Ok(_))) {
-        format!(
-            "{indent}magnet.attract-response-start-to = ( )\n\
-             {indent}$HTTP[\"scheme\"] != \"lighten-sent\" {{\n\
-             {indent}  magnet.attract-response-start-to = ( {hook} )\n\
-             {indent}}}\n"
-        )
-    } else {
-        format!("{indent}magnet.attract-response-start-to = ( {hook} )\n")
-    }
+    // (a compiled host's answer that the physical-path stage sent in full skips the hook:
+    // `SENT_GATE`, once at the end of lighttpd.conf)
+    format!("{indent}magnet.attract-response-start-to = ( {hook} )\n")
 }
+
+/// The end of lighttpd.conf when a compiled host has a response-start hook: a response
+/// the physical-path stage answered in full (lighten_core.lua marks it with the scheme
+/// `lighten-sent`) does not run it. One conditional for every host, not one a host:
+/// lighttpd takes at most 4,096 conditionals in all (configfile-glue.c), and a server of
+/// 1,000 accounts had 2,000 of these.
+const SENT_GATE: &str = "\n# A response the physical-path stage sent in full (lighten_core.lua marks it with the\n\
+    # scheme \"lighten-sent\") needs no response-start hook.\n\
+    $HTTP[\"scheme\"] == \"lighten-sent\" { magnet.attract-response-start-to = ( ) }\n";
 
 /// Whether host `n` (1-based) runs with lighttpd's follow-symlink off (`links`).
 fn strict_links(site: &Site, n: usize) -> bool {
@@ -906,6 +908,14 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         }
         let _ = writeln!(out, "}}");
     }
+    if site
+        .tiers
+        .iter()
+        .enumerate()
+        .any(|(i, t)| t.is_ok() && site.response_hooks.get(i).copied().unwrap_or(true))
+    {
+        out.push_str(SENT_GATE);
+    }
     // What the auth blocks approximate, once per line (a host may be on several addresses).
     for f in auth_findings.into_inner() {
         if !findings.iter().any(|g| g.at == f.at && format!("{:?}", g.fate) == format!("{:?}", f.fate)) {
@@ -1139,114 +1149,6 @@ fn docroot_apache(model: &Model, host: Option<usize>) -> String {
     .unwrap_or_else(|| "/var/www/html".into())
 }
 
-/// Internal rewrites that lead into a password area from outside it (or from another
-/// realm): lighttpd's mod_auth asks for the password of the URL the client sent, and the
-/// Lua honours a login only for the realm whose file checked it, so the target realm's
-/// users get 401 through the rule (fixtures/regress/rewrite-into-realm). Stricter, and
-/// reported on the rule's line. A target with a `$n` or `%{..}` in it is taken by what
-/// comes before that: when that prefix is the start of a realm's URLs, the rule can
-/// lead there.
-pub(crate) fn rewrites_into_realms(
-    scopes: &[(String, &crate::model::Scope)],
-    realms: &[String],
-    findings: &mut Vec<Finding>,
-) {
-    use crate::model::rewrite::RuleFlagKind as K;
-    if realms.is_empty() {
-        return;
-    }
-    // the realm lighttpd asks for at a URL-path: the innermost (longest) prefix
-    let realm_of = |url: &str| {
-        realms
-            .iter()
-            .filter(|r| url.starts_with(r.as_str()) || format!("{url}/") == **r)
-            .max_by_key(|r| r.len())
-    };
-    for (from, scope) in scopes {
-        let rw = scope.settings.rewrite();
-        for rule in &rw.rules {
-            let sub = rule.substitution.as_str();
-            let external = sub.contains("://") || sub.starts_with("//");
-            if sub == "-"
-                || external
-                || [K::Redirect, K::Forbidden, K::Gone, K::Proxy].iter().any(|k| rule.has(*k))
-            {
-                continue;
-            }
-            let target = if sub.starts_with('/') {
-                sub.to_string()
-            } else {
-                let base = rw.base.as_ref().map(|b| b.value.clone()).unwrap_or_else(|| from.clone());
-                format!("{}/{sub}", base.trim_end_matches('/'))
-            };
-            let path = target.split('?').next().unwrap_or_default();
-            let fixed = &path[..path.find(['$', '%']).unwrap_or(path.len())];
-            let dynamic = fixed.len() < path.len();
-            let source = realm_of(from);
-            let target_realm = realm_of(fixed);
-            let into = realms
-                .iter()
-                .filter(|r| Some(*r) != source)
-                .find(|r| target_realm == Some(*r) || (dynamic && r.starts_with(fixed)));
-            if let Some(r) = into {
-                findings.push(Finding::approximated(
-                    Code::AuthAfterRewrite,
-                    rule.at,
-                    format!(
-                        "this rewrite {} the password area {r}: lighttpd asks for the password of the URL as sent, \
-                         so that area's users get 401 through it",
-                        if target_realm != Some(r) { "can lead into" } else { "leads into" }
-                    ),
-                ));
-            }
-        }
-    }
-}
-
-/// An address as mod_authz_host reads it (a full or partial IPv4 address, a network with
-/// a prefix length or a netmask, an IPv6 address or network) in CIDR form.
-pub(crate) fn cidr(h: &str) -> Option<String> {
-    use std::net::{Ipv4Addr, Ipv6Addr};
-    let (addr, len) = match h.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (h, None),
-    };
-    if addr.contains(':') {
-        let ip: Ipv6Addr = addr.parse().ok()?;
-        let len: u8 = match len {
-            Some(l) => l.parse().ok().filter(|n| *n <= 128)?,
-            None => 128,
-        };
-        return Some(format!("{ip}/{len}"));
-    }
-    let parts: Vec<&str> = addr.split('.').collect();
-    if parts.is_empty() || parts.len() > 4 || parts.iter().any(|p| p.is_empty() || p.parse::<u8>().is_err()) {
-        return None;
-    }
-    let mut octets = [0u8; 4];
-    for (i, p) in parts.iter().enumerate() {
-        octets[i] = p.parse().ok()?;
-    }
-    let ip = Ipv4Addr::from(octets);
-    let len = match len {
-        None => (parts.len() * 8) as u8,
-        Some(l) if parts.len() == 4 => match l.parse::<u8>() {
-            Ok(n) if n <= 32 => n,
-            Ok(_) => return None,
-            Err(_) => {
-                let mask: Ipv4Addr = l.parse().ok()?;
-                let m = u32::from(mask);
-                if m.leading_ones() + m.trailing_zeros() != 32 {
-                    return None;
-                }
-                m.leading_ones() as u8
-            }
-        },
-        Some(_) => return None,
-    };
-    Some(format!("{ip}/{len}"))
-}
-
 /// The URLs of a `<Files>` name (literal or glob) in the folder served at `rest` and under
 /// it, then `tail` (PATH_INFO for an exception).
 pub(crate) fn files_regex(rest: &str, name: &str, tail: &str) -> String {
@@ -1410,23 +1312,5 @@ mod tests {
         assert_eq!(q("a\rinclude_shell \"id\"\nb"), "\"a include_shell \\\"id\\\" b\"");
         assert_eq!(q("C:\\path\\x"), "\"C:\\path\\x\"");
         assert_eq!(comment("x\rserver.tag = 1\n#"), "x server.tag = 1 #");
-    }
-
-    use super::cidr;
-
-    #[test]
-    fn addresses_as_mod_authz_host_reads_them() {
-        assert_eq!(cidr("127.0.0.1").as_deref(), Some("127.0.0.1/32"));
-        assert_eq!(cidr("10.1").as_deref(), Some("10.1.0.0/16"));
-        assert_eq!(cidr("192.0.2.0/24").as_deref(), Some("192.0.2.0/24"));
-        assert_eq!(cidr("192.0.2.0/255.255.255.0").as_deref(), Some("192.0.2.0/24"));
-        assert_eq!(cidr("2001:db8::/32").as_deref(), Some("2001:db8::/32"));
-        assert_eq!(cidr("::1").as_deref(), Some("::1/128"));
-        // names, holes in a netmask, and nonsense are not addresses
-        assert_eq!(cidr("example.com"), None);
-        assert_eq!(cidr("10.0.0.0/255.0.255.0"), None);
-        assert_eq!(cidr("10.1/8"), None);
-        assert_eq!(cidr("300.1.1.1"), None);
-        assert_eq!(cidr("10.0.0.0/33"), None);
     }
 }

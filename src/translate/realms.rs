@@ -66,6 +66,8 @@ struct Place {
     what: String,
     /// A folder's or `<Location>`'s URL prefix (ending in `/`): where a realm starts.
     prefix: Option<String>,
+    /// A `<Files>` section's plain name.
+    name: Option<String>,
 }
 
 /// The methods and networks that may be decided differently: those the host's access
@@ -103,35 +105,37 @@ pub fn blocks(
         return String::new();
     }
     let root = docroot.trim_end_matches('/').to_string();
-    let aliases: Vec<(String, String)> = tops
+    let aliases: Vec<(String, String, Span)> = tops
         .iter()
         .flat_map(|t| t.settings.aliases.iter())
         .filter(|a| matches!(a.kind, crate::model::alias::AliasKind::Alias))
-        .filter_map(|a| Some((a.from.clone()?, a.to.trim_end_matches('/').to_string())))
+        .filter_map(|a| Some((a.from.clone()?, a.to.trim_end_matches('/').to_string(), a.at)))
         .collect();
-    // A folder (as Apache names it) as a URL prefix ending in `/`: under the DocumentRoot,
-    // or under an Alias target.
-    let url_of = |dir: &str| -> Option<String> {
+    // A folder (as Apache names it) as the URL prefixes (ending in `/`) that reach it:
+    // under the DocumentRoot, and under each Alias whose target holds it.
+    let urls_of = |dir: &str| -> Vec<String> {
         let dir = dir.trim_end_matches('/');
+        let mut out = Vec::new();
         if let Some(rest) = dir.strip_prefix(root.as_str()).filter(|r| r.is_empty() || r.starts_with('/')) {
-            return Some(format!("{rest}/"));
+            out.push(format!("{rest}/"));
         }
-        aliases.iter().find_map(|(from, to)| {
-            dir.strip_prefix(to.as_str())
-                .filter(|r| r.is_empty() || r.starts_with('/'))
-                .map(|r| format!("{}{r}/", from.trim_end_matches('/')))
-        })
+        for (from, to, _) in &aliases {
+            if let Some(r) = dir.strip_prefix(to.as_str()).filter(|r| r.is_empty() || r.starts_with('/')) {
+                out.push(format!("{}{r}/", from.trim_end_matches('/')));
+            }
+        }
+        out
     };
     // A URL-path as the file Apache maps it to (the longest Alias, else the DocumentRoot).
     let file_of = |uri: &str| -> String {
         aliases
             .iter()
-            .filter(|(from, _)| {
+            .filter(|(from, _, _)| {
                 let from = from.trim_end_matches('/');
                 uri.starts_with(from) && matches!(uri.as_bytes().get(from.len()), None | Some(b'/'))
             })
-            .max_by_key(|(from, _)| from.len())
-            .map(|(from, to)| format!("{to}{}", &uri[from.trim_end_matches('/').len()..]))
+            .max_by_key(|(from, _, _)| from.len())
+            .map(|(from, to, _)| format!("{to}{}", &uri[from.trim_end_matches('/').len()..]))
             .unwrap_or_else(|| format!("{root}{uri}"))
     };
 
@@ -146,24 +150,30 @@ pub fn blocks(
         if wildcard(path) {
             continue;
         }
-        match url_of(path) {
-            Some(u) => folders.push((u, path.trim_end_matches('/').to_string(), sec.at, describe(sec))),
-            None if conf::basic_auth(sec.settings.access()) => {
-                unreachable(findings, sec.settings.access(), sec.at, path)
-            }
-            None => {}
+        let urls = urls_of(path);
+        if urls.is_empty() && conf::basic_auth(sec.settings.access()) {
+            unreachable(findings, sec.settings.access(), sec.at, path);
+        }
+        for u in urls {
+            folders.push((u, path.trim_end_matches('/').to_string(), sec.at, describe(sec)));
         }
     }
     for (dir, h) in &htaccess {
         let at = h.scope.as_ref().map(|s| s.at).unwrap_or(host_at);
-        match url_of(dir) {
-            Some(u) => folders.push((u, dir.trim_end_matches('/').to_string(), at, h.path.clone())),
-            None => {
-                if let Some(s) = h.scope.as_ref().filter(|s| conf::basic_auth(s.settings.access())) {
-                    unreachable(findings, s.settings.access(), s.at, dir);
-                }
-            }
+        let urls = urls_of(dir);
+        if urls.is_empty()
+            && let Some(s) = h.scope.as_ref().filter(|s| conf::basic_auth(s.settings.access()))
+        {
+            unreachable(findings, s.settings.access(), s.at, dir);
         }
+        for u in urls {
+            folders.push((u, dir.trim_end_matches('/').to_string(), at, h.path.clone()));
+        }
+    }
+    // Each Alias target too: what it maps to may lie inside a realm of a folder above it.
+    for (from, to, at) in &aliases {
+        let url = if from.ends_with('/') { from.clone() } else { format!("{from}/") };
+        folders.push((url, to.clone(), *at, format!("Alias {from}")));
     }
     folders.sort_by_key(|(u, ..)| u.matches('/').count());
     let mut seen = BTreeSet::new();
@@ -192,6 +202,7 @@ pub fn blocks(
             at: *at,
             what: what.clone(),
             prefix: Some(url.clone()),
+            name: None,
         })
         .collect();
 
@@ -226,12 +237,15 @@ pub fn blocks(
                     url.matches('/').count(),
                     !p.contains(['*', '?', '[']),
                     Place {
-                        regex: conf::files_regex(rest, p, "(?:/.*)?"),
+                        // (PATH_INFO after a plain name; a glob could also take a
+                        // folder's name, which <Files> never sees)
+                        regex: conf::files_regex(rest, p, if wildcard(p) { "" } else { "(?:/.*)?" }),
                         uri: format!("{url}{sample}"),
                         filename: format!("{fdir}/{sample}"),
                         at: f.at,
                         what: describe(f),
                         prefix: None,
+                        name: (!wildcard(p)).then(|| p.clone()),
                     },
                 ));
             }
@@ -259,6 +273,7 @@ pub fn blocks(
                 at: l.at,
                 what: what.clone(),
                 prefix: Some(if p.ends_with('/') { p.clone() } else { format!("{p}/") }),
+                name: None,
             });
             for q in places
                 .iter()
@@ -272,6 +287,7 @@ pub fn blocks(
                     at: l.at,
                     what: format!("{} with {what}", q.what),
                     prefix: None,
+                    name: None,
                 });
             }
         }
@@ -315,6 +331,27 @@ pub fn blocks(
         }
     }
     unnameable(&scopes, findings);
+    // A password on a DirectoryIndex name: Apache asks for it on the folder's own URL too
+    // (mod_dir's subrequest), which names no file lighttpd's block could take.
+    for (p, t) in places.iter().zip(&tables) {
+        let Some(name) = &p.name else { continue };
+        if !t.values().any(|a| *a != Ask::Open) || reported.contains(&p.at) {
+            continue;
+        }
+        let target = Target { filename: &p.filename, is_dir: false, uri: &p.uri, method: "GET" };
+        let dc = dirconf::build(model, host, &target, &mut Vec::new(), &mut |_| Err(String::new()));
+        if dc.index.map_or(name == "index.html", |i| i.iter().any(|n| n == name)) && reported.insert(p.at) {
+            findings.push(Finding::approximated(
+                Code::AuthAsk,
+                p.at,
+                format!(
+                    "a password on {name}, a DirectoryIndex name: lighttpd asks for it on URLs that name the \
+                     file, not on the folder's own URL, where its users get 401"
+                ),
+            ));
+        }
+    }
+    passwords_with_blanks(&blocks, opts, &files_at, findings);
 
     let realm_urls: Vec<String> = places
         .iter()
@@ -340,7 +377,7 @@ pub fn blocks(
         )
         .filter(|(_, scope)| !scope.settings.rewrite().rules.is_empty())
         .collect();
-    conf::rewrites_into_realms(&rule_scopes, &realm_urls, findings);
+    rewrites_into_realms(&rule_scopes, &realm_urls, findings);
 
     if blocks.is_empty() {
         return String::new();
@@ -472,19 +509,20 @@ fn classes(scopes: &[&Scope]) -> Classes {
             if let (ScopeKind::Limit | ScopeKind::LimitExcept, Some(Matcher::Methods(ms))) =
                 (&sc.kind, &sc.matcher)
             {
-                methods.extend(ms.iter().map(|m| m.to_ascii_uppercase()));
+                methods.extend(ms.iter().cloned());
             }
             let a = sc.settings.access();
             for r in a.allow.iter().chain(&a.deny) {
-                nets.extend(r.from.iter().filter_map(|h| conf::cidr(h)));
+                nets.extend(r.from.iter().filter_map(|h| cidr(h)));
             }
             for z in &a.require {
                 authz_classes(z, &mut methods, &mut nets);
             }
         });
     }
-    // (<Limit GET> covers HEAD as well)
-    if methods.contains("GET") {
+    // (Apache numbers HEAD and GET as one method: both are decided where either is named)
+    if methods.contains("GET") || methods.contains("HEAD") {
+        methods.insert("GET".into());
         methods.insert("HEAD".into());
     }
     let mut networks: Vec<(Option<String>, IpAddr)> =
@@ -504,9 +542,9 @@ fn authz_classes(z: &Authz, methods: &mut BTreeSet<String>, nets: &mut BTreeSet<
     match z {
         Authz::Container { children, .. } => children.iter().for_each(|c| authz_classes(c, methods, nets)),
         Authz::Require { provider, args, .. } => match provider.as_str() {
-            "ip" => nets.extend(args.iter().filter_map(|h| conf::cidr(h))),
+            "ip" => nets.extend(args.iter().filter_map(|h| cidr(h))),
             "local" => nets.extend(["127.0.0.0/8".to_string(), "::1/128".to_string()]),
-            "method" => methods.extend(args.iter().map(|m| m.to_ascii_uppercase())),
+            "method" => methods.extend(args.iter().cloned()),
             _ => {}
         },
     }
@@ -578,9 +616,7 @@ fn unnameable(scopes: &[&Scope], findings: &mut Vec<Finding>) {
         visit(s, &mut |sc| {
             let a = sc.settings.access();
             for r in a.allow.iter().chain(&a.deny) {
-                if r.from.iter().any(|h| !h.eq_ignore_ascii_case("all") && conf::cidr(h).is_none())
-                    && sc.enabled
-                {
+                if r.from.iter().any(|h| !h.eq_ignore_ascii_case("all") && cidr(h).is_none()) && sc.enabled {
                     found.push((
                         Code::AuthAsk,
                         r.at,
@@ -699,6 +735,147 @@ fn visit<'s>(s: &'s Scope, f: &mut dyn FnMut(&'s Scope)) {
 
 fn any_scope(s: &Scope, f: &dyn Fn(&Scope) -> bool) -> bool {
     f(s) || s.children.iter().any(|c| c.enabled && any_scope(c, f))
+}
+
+/// Internal rewrites that lead into a password area from outside it (or from another
+/// realm): lighttpd's mod_auth asks for the password of the URL the client sent, and the
+/// Lua honours a login only for the realm whose file checked it, so the target realm's
+/// users get 401 through the rule (fixtures/regress/rewrite-into-realm). Stricter, and
+/// reported on the rule's line. A target with a `$n` or `%{..}` in it is taken by what
+/// comes before that: when that prefix is the start of a realm's URLs, the rule can
+/// lead there.
+fn rewrites_into_realms(
+    scopes: &[(String, &crate::model::Scope)],
+    realms: &[String],
+    findings: &mut Vec<Finding>,
+) {
+    use crate::model::rewrite::RuleFlagKind as K;
+    if realms.is_empty() {
+        return;
+    }
+    // the realm lighttpd asks for at a URL-path: the innermost (longest) prefix
+    let realm_of = |url: &str| {
+        realms
+            .iter()
+            .filter(|r| url.starts_with(r.as_str()) || format!("{url}/") == **r)
+            .max_by_key(|r| r.len())
+    };
+    for (from, scope) in scopes {
+        let rw = scope.settings.rewrite();
+        for rule in &rw.rules {
+            let sub = rule.substitution.as_str();
+            let external = sub.contains("://") || sub.starts_with("//");
+            if sub == "-"
+                || external
+                || [K::Redirect, K::Forbidden, K::Gone, K::Proxy].iter().any(|k| rule.has(*k))
+            {
+                continue;
+            }
+            let target = if sub.starts_with('/') {
+                sub.to_string()
+            } else {
+                let base = rw.base.as_ref().map(|b| b.value.clone()).unwrap_or_else(|| from.clone());
+                format!("{}/{sub}", base.trim_end_matches('/'))
+            };
+            let path = target.split('?').next().unwrap_or_default();
+            let fixed = &path[..path.find(['$', '%']).unwrap_or(path.len())];
+            let dynamic = fixed.len() < path.len();
+            // Where the rule's URLs come from: its folder, or where its pattern's literal
+            // start puts them (`^/p/pub/(.*)$` in the server: /p/pub/).
+            let start = if rule.negated { None } else { pattern_prefix(&rule.pattern) };
+            let source = match start {
+                Some(p) if p.starts_with('/') => realm_of(p),
+                Some(p) => realm_of(&format!("{from}{p}")),
+                None => realm_of(from),
+            };
+            let target_realm = realm_of(fixed);
+            // Out of a realm: lighttpd asks for its password on the URL as sent, where
+            // Apache, past the rewrite, asks for none (or another's).
+            if let Some(r) = source.filter(|r| target_realm != Some(*r) && !(dynamic && r.starts_with(fixed)))
+            {
+                findings.push(Finding::approximated(
+                    Code::AuthAfterRewrite,
+                    rule.at,
+                    format!(
+                        "this rewrite leads out of the password area {r}: lighttpd asks for that area's password \
+                         on the URL as sent, so its requests get 401 without one"
+                    ),
+                ));
+                continue;
+            }
+            let into = realms
+                .iter()
+                .filter(|r| Some(*r) != source)
+                .find(|r| target_realm == Some(*r) || (dynamic && r.starts_with(fixed)));
+            if let Some(r) = into {
+                findings.push(Finding::approximated(
+                    Code::AuthAfterRewrite,
+                    rule.at,
+                    format!(
+                        "this rewrite {} the password area {r}: lighttpd asks for the password of the URL as sent, \
+                         so that area's users get 401 through it",
+                        if target_realm != Some(r) { "can lead into" } else { "leads into" }
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// The literal start of an anchored rule pattern (`^/p/pub/(.*)$` gives `/p/pub/`), where
+/// its URLs are sure to begin; None when the pattern is not anchored or starts otherwise.
+fn pattern_prefix(pattern: &str) -> Option<&str> {
+    let rest = pattern.strip_prefix('^')?;
+    let end = rest.find(|c: char| "\\.[]()*+?{}|^$".contains(c)).unwrap_or(rest.len());
+    // (a quantifier takes the character before it back)
+    let end = if rest[end..].starts_with(['*', '+', '?', '{']) {
+        rest[..end].char_indices().last().map_or(0, |(i, _)| i)
+    } else {
+        end
+    };
+    Some(&rest[..end])
+}
+
+/// Password files with a line that begins or ends with a blank: Apache trims each line
+/// (ap_cfg_getline), lighttpd's mod_authn_file does not, so those users get 401 (a user
+/// with a blank at either end is never honoured: lighten_plans.login).
+fn passwords_with_blanks(
+    blocks: &[(usize, Table)],
+    opts: &Options,
+    files_at: &BTreeMap<String, Span>,
+    findings: &mut Vec<Finding>,
+) {
+    let files: BTreeSet<&String> = blocks
+        .iter()
+        .flat_map(|(_, t)| t.values())
+        .filter_map(|a| match a {
+            Ask::Password { file, .. } => Some(file),
+            Ask::Open => None,
+        })
+        .collect();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string((opts.map_path)(file)) else { continue };
+        let blank = text.lines().any(|l| {
+            let l = l.trim_end_matches('\r');
+            !l.trim().is_empty() && (l.starts_with([' ', '\t']) || l.ends_with([' ', '\t']))
+        });
+        if let (true, Some(at)) = (blank, files_at.get(file)) {
+            findings.push(Finding::approximated(
+                Code::AuthAsk,
+                *at,
+                format!(
+                    "{file} has lines that begin or end with a blank, which Apache trims and lighttpd does not: \
+                     those users get 401"
+                ),
+            ));
+        }
+    }
+}
+
+/// An address or network as lighttpd's `$HTTP["remote-ip"]` takes it (CIDR), when APR reads
+/// it as one whose mask has no holes.
+fn cidr(h: &str) -> Option<String> {
+    crate::model::subnet::parse_word(h).ok()?.cidr().map(|c| c.0)
 }
 
 #[cfg(test)]

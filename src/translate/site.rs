@@ -567,14 +567,44 @@ impl Site<'_> {
                     Order::MutualFailure => "mutual-failure",
                 }),
             );
-            let rules = |rs: &[crate::model::access::HostRule]| {
+            // Addresses and networks as APR reads them (lighten.lua's ip_matches takes the
+            // canonical form); a host name needs DNS, so it never lets anybody in: an
+            // Allow by name matches nobody, a Deny by name everybody (stricter, reported).
+            let mut rules = |rs: &[crate::model::access::HostRule], deny: bool| {
                 let mut v = Value::table();
                 for r in rs {
-                    v.push(r.from.clone());
+                    let mut words = Vec::new();
+                    for w in &r.from {
+                        let lower = w.to_ascii_lowercase();
+                        if lower == "all" || lower.starts_with("env=") {
+                            words.push(w.clone());
+                        } else if let Some(c) = canonical_ip(w) {
+                            words.push(c);
+                        } else {
+                            self.findings.push(Finding::approximated(
+                                Code::RequireDns,
+                                r.at,
+                                format!(
+                                    "{} from {w}: a host name needs DNS; {} (stricter)",
+                                    if deny { "Deny" } else { "Allow" },
+                                    if deny {
+                                        "taken as matching every client"
+                                    } else {
+                                        "it matches no client here"
+                                    }
+                                ),
+                            ));
+                            if deny {
+                                words.push("all".into());
+                            }
+                        }
+                    }
+                    v.push(words);
                 }
                 v
             };
-            l.set("allow", rules(&a.allow)).set("deny", rules(&a.deny));
+            let (allow, deny) = (rules(&a.allow, false), rules(&a.deny, true));
+            l.set("allow", allow).set("deny", deny);
             l.set(
                 "satisfy",
                 a.satisfy.as_ref().map(|s| match s.value {
@@ -640,6 +670,11 @@ impl Site<'_> {
             }
             Authz::Require { negated, provider, args, at } => {
                 t.set("provider", provider.to_ascii_lowercase());
+                let args: Vec<String> = if provider.eq_ignore_ascii_case("ip") {
+                    args.iter().map(|w| canonical_ip(w).unwrap_or_else(|| w.clone())).collect()
+                } else {
+                    args.clone()
+                };
                 t.set("args", Value::Raw(Value::from(args.clone()).render(0)));
                 t.set("negated", *negated);
                 match provider.to_ascii_lowercase().as_str() {
@@ -1075,4 +1110,15 @@ fn host_case_matters(c: &crate::model::rewrite::RewriteCond) -> bool {
         && !c.nocase()
         && matches!(c.pattern.kind, Regex | StrLt | StrLe | StrEq | StrGt | StrGe)
         && c.pattern.operand.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// An address or network of Allow/Deny/Require ip as APR reads it (`model::subnet`), in the
+/// form lighten.lua's `ip_matches` takes: `a.b.c.d/m.m.m.m` (a mask may have holes) or an
+/// IPv6 `addr/bits`; None for a host name.
+fn canonical_ip(word: &str) -> Option<String> {
+    let s = crate::model::subnet::parse_word(word).ok()?;
+    if s.v6 {
+        return s.cidr().map(|c| c.0);
+    }
+    Some(format!("{}/{}", std::net::Ipv4Addr::from(s.addr as u32), std::net::Ipv4Addr::from(s.mask as u32)))
 }

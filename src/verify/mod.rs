@@ -481,6 +481,7 @@ fn describe(s: &Served) -> String {
         Served::Error => "an error page".into(),
         Served::Proxy { url } => format!("proxy to {url}"),
         Served::Trace => "the TRACE echo".into(),
+        Served::Options => "the OPTIONS answer (no body)".into(),
         Served::Unknown { reason } => reason.clone(),
     }
 }

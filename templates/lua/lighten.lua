@@ -298,15 +298,15 @@ local function ip_matches(spec, ip)
   if net then
     local n4, i4 = parse_v4(net), parse_v4(ip)
     if n4 and i4 then
-      local prefix = tonumber(bits)
-      if not prefix then
-        local mask = parse_v4(bits)
-        if not mask then return false end
-        prefix = 0
-        for k = 31, 0, -1 do if (mask >> k) & 1 == 1 then prefix = prefix + 1 end end
+      -- (the translation writes a network as a.b.c.d/m.m.m.m; a mask may have holes, as
+      -- APR takes it)
+      local m = parse_v4(bits)
+      if not m then
+        local prefix = tonumber(bits)
+        if not prefix then return false end
+        if prefix > 32 then prefix = 32 end
+        m = prefix == 0 and 0 or ((0xffffffff << (32 - prefix)) & 0xffffffff)
       end
-      if prefix > 32 then prefix = 32 end
-      local m = prefix == 0 and 0 or ((0xffffffff << (32 - prefix)) & 0xffffffff)
       return (n4 & m) == (i4 & m)
     end
     local n6, i6 = parse_v6(net), parse_v6(ip)
@@ -494,8 +494,8 @@ function Ctx:var(name)
   if h then return self:read_header(h) end
   -- HTTP:Name and ENV:NAME
   if byte(name, 5) == 58 and sub(name, 1, 4) == "HTTP" then return self:read_header(sub(name, 6)) end
-  if byte(name, 4) == 58 and sub(name, 1, 3) == "ENV" then return self.env[sub(name, 5)] or "" end
-  return self.env[name] or ""
+  if byte(name, 4) == 58 and sub(name, 1, 3) == "ENV" then return plans.env_get(self.env, sub(name, 5)) or "" end
+  return plans.env_get(self.env, name) or ""
 end
 
 -- RewriteMap lookups: txt/rnd maps were read at conversion time; int: maps here.
@@ -567,9 +567,16 @@ local function new_dirconf()
   }
 end
 
+-- A method as Apache numbers it: HEAD is GET (M_GET); names are case-sensitive.
+local function method_number(m)
+  if m == "HEAD" then return "GET" end
+  return m
+end
+
 local function method_in(methods, m)
+  m = method_number(m)
   for _, x in ipairs(methods) do
-    if x == m or (x == "GET" and m == "HEAD") then return true end
+    if method_number(x) == m then return true end
   end
   return false
 end
@@ -689,10 +696,18 @@ local function apply(dc, s, dir, t)
     dc.expires = merged
   end
   for _, c in ipairs(s.children or {}) do
-    if c.kind == "limit" and method_in(c.methods, t.method) then
+    -- <Limit>'s access rules count for its methods; its AuthType, AuthName and
+    -- AuthUserFile for every method, as Apache reads them into the enclosing section.
+    local limit = c.kind == "limit" or c.kind == "limit-except"
+    if limit and (c.kind == "limit") == method_in(c.methods, t.method) then
       apply(dc, c, dir, t)
-    elseif c.kind == "limit-except" and not method_in(c.methods, t.method) then
-      apply(dc, c, dir, t)
+    elseif limit then
+      local a = c.settings.access
+      if a then
+        if a.auth_type then dc.auth_type = a.auth_type end
+        if a.auth_name then dc.auth_name = a.auth_name end
+        if a.auth_user_file then dc.auth_user_file = a.auth_user_file end
+      end
     end
     if c.kind == "if" or c.kind == "else-if" or c.kind == "else" then
       dc.ifs[#dc.ifs + 1] = { c, dir }
@@ -921,10 +936,10 @@ local function authz_eval(a, cx)
     d = is_loopback(cx.remote) and GRANTED or DENIED
   elseif p == "env" then
     d = DENIED
-    for _, v in ipairs(a.args) do if cx.env[v] ~= nil then d = GRANTED end end
+    for _, v in ipairs(a.args) do if plans.env_get(cx.env, v) ~= nil then d = GRANTED end end
   elseif p == "method" then
     d = DENIED
-    for _, m in ipairs(a.args) do if upper(m) == cx.method then d = GRANTED end end
+    for _, m in ipairs(a.args) do if method_number(m) == method_number(cx.method) then d = GRANTED end end
   elseif p == "valid-user" then
     -- lighttpd's mod_auth checked the password for this URL; the user it found decides.
     d = cx.user and GRANTED or NEEDS_USER
@@ -950,9 +965,9 @@ local function host_matches(h, cx)
   local l = lower(h)
   if l == "all" then return true end
   if starts(l, "env=") then
-    local var = sub(l, 5)
-    if starts(var, "!") then return cx.env[sub(var, 2)] == nil end
-    return cx.env[var] ~= nil
+    local var = sub(h, 5)
+    if starts(var, "!") then return plans.env_get(cx.env, sub(var, 2)) == nil end
+    return plans.env_get(cx.env, var) ~= nil
   end
   return ip_matches(h, cx.remote)
 end
@@ -1187,6 +1202,7 @@ function Ctx:handle(dc, fname, path_info, kind)
   end
   if h and h.other then refuse("the handler " .. tostring(h.other)) end
   local refused = plans.default_handler_refuses(self.method, kind)
+  if refused == 200 then return done(200, { type = "options" }) end
   if refused then return done(refused) end
   if kind == "file" then
     if path_info then return done(404) end
@@ -1264,11 +1280,20 @@ function Ctx:directory_index(names, fname)
     end
     local saved = { self.uri, self.filename, self.path_info, copy(self.env), copy(self.vary),
       self.forced_type, self.user, self.error_docs }
-    self.subreq = true
+    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri)
+    local method = self.method
+    self.subreq, self.method = true, "GET"
     local o = self:round(cand_uri, args)
-    self.subreq = nil
+    self.subreq, self.method = nil, method
     local t = o.served and o.served.type
-    if o.status == 200 and (t == "file" or t == "php") then return o end
+    if o.status == 200 and t == "php" then return o end
+    if o.status == 200 and t == "file" then
+      -- the main request's handler, with its own method
+      local refused = plans.default_handler_refuses(method, "file")
+      if refused == 200 then return done(200, { type = "options" }) end
+      if refused then return done(refused) end
+      return o
+    end
     if o.internal then
       if stat(cand_file) == "file" then
         self.redirect_url = cand_uri
@@ -1283,7 +1308,9 @@ function Ctx:directory_index(names, fname)
       saved[1], saved[2], saved[3], saved[4] or {}, saved[5], saved[6], saved[7], saved[8]
     self.args = args
   end
-  if notfound then return done(notfound) end
+  -- (mod_dir keeps only the status of a refused index: a 401 goes out without the
+  -- sub-request's WWW-Authenticate)
+  if notfound then return done(notfound, { type = "error", quiet = true }) end
   return nil
 end
 
@@ -1750,6 +1777,8 @@ function M.physical(l, site, n)
       r.req_env["REDIRECT_URL"] = nil
     end
     return 0
+  elseif s.type == "options" then
+    return plans.answer_options(r, cx.v.trace_enable == false)
   elseif s.type == "listing" then
     local real = through_links(links, s.dir) or s.dir
     attr["physical.path"] = real
@@ -1760,7 +1789,7 @@ function M.physical(l, site, n)
     r.resp_header["Content-Type"] = "text/html; charset=iso-8859-1"
     r.resp_body.set({ o.text })
   end
-  if o.status == 401 then
+  if o.status == 401 and not s.quiet then
     r.resp_header["WWW-Authenticate"] = 'Basic realm="' .. (s.realm or "") .. '"'
   end
   if cx.filename then attr["physical.path"] = cx.filename end

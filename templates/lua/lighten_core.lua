@@ -362,7 +362,7 @@ function M.var(cx, name)
     return os.date(t)
   end
   local env = cx.env
-  return env and env[name] or ""
+  return env and plans.env_get(env, name) or ""
 end
 
 function M.set_env(cx, name, value)
@@ -847,6 +847,10 @@ local function handle(cx, dc, fname, path_info, kind)
     return 200
   end
   local refused = plans.default_handler_refuses(cx.method, kind)
+  if refused == 200 then
+    cx.served = "options"
+    return 200
+  end
   if refused then return refused end
   if kind == "file" then
     if path_info then return 404 end
@@ -911,7 +915,9 @@ end
 local function restore(cx, s, args)
   cx.uri, cx.filename, cx.path_info, cx.env, cx.vary, cx.forced_type, cx.served, cx.errdocs =
     s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]
-  cx.args, cx.location, cx.status = args, nil, nil
+  -- (a sub-request's realm goes with it: mod_dir keeps only the status of a refused
+  -- index, so Apache's remembered 401 carries no WWW-Authenticate)
+  cx.args, cx.location, cx.status, cx.realm = args, nil, nil, nil
 end
 
 -- mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a whole
@@ -931,10 +937,18 @@ local function directory_index(cx, names, fname)
       cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
     end
     local saved = snapshot(cx)
-    cx.subreq = true
+    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri)
+    local method = cx.method
+    cx.subreq, cx.method = true, "GET"
     local status, next_uri, next_args = round(cx, cand_uri, args)
-    cx.subreq = nil
-    if status == 200 and (cx.served == "file" or cx.served == "php") then return 200 end
+    cx.subreq, cx.method = nil, method
+    if status == 200 and cx.served == "php" then return 200 end
+    if status == 200 and cx.served == "file" then
+      -- the main request's handler, with its own method
+      local refused = plans.default_handler_refuses(method, "file")
+      if refused == 200 then cx.served = "options" end
+      return refused or 200
+    end
     if status == nil then
       if stat(cand_file) == "file" then
         cx.redirect_url = cand_uri
@@ -1539,6 +1553,8 @@ function M.physical(l, site)
       r.req_env["REDIRECT_URL"] = nil
     end
     return 0
+  elseif served == "options" then
+    return plans.answer_options(r, site.trace_off)
   elseif served == "listing" then
     local real = site.links and through_links(site.links, cx.path) or cx.path
     attr["physical.path"] = real

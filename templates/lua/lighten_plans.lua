@@ -339,6 +339,17 @@ function M.htaccess_refused(lc, asked, answered)
   return M.chains_refused(lc, M.refusal_chains(asked, answered))
 end
 
+-- An environment variable as Apache's tables find it: the name in any case.
+function M.env_get(env, name)
+  local v = env[name]
+  if v ~= nil then return v end
+  local l = string.lower(name)
+  for k, x in pairs(env) do
+    if string.lower(k) == l then return x end
+  end
+  return nil
+end
+
 -- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
 local APACHE_METHODS = {}
 for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "
@@ -351,12 +362,24 @@ end
 -- `method` on what the walk found (`kind`: "file", "dir" or "missing"), or nil to go on:
 -- autoindex lists a folder for GET (and HEAD) only, and the default handler serves GET
 -- and POST alike but never a folder (404, "attempt to serve directory"); it answers
--- OPTIONS itself, a method Apache does not know with 501 and any other with 405, whatever
--- the path names (measured on 2.4.71; the evaluator's `handle` in Rust is the same).
+-- OPTIONS itself (200: the caller answers with `answer_options`), a method Apache does
+-- not know with 501 and any other with 405, whatever the path names (measured on
+-- 2.4.71; the evaluator's `handle` in Rust is the same).
 function M.default_handler_refuses(method, kind)
-  if method == "GET" or method == "HEAD" or method == "OPTIONS" then return nil end
+  if method == "OPTIONS" then return 200 end
+  if method == "GET" or method == "HEAD" then return nil end
   if method == "POST" then return kind == "dir" and 404 or nil end
   return APACHE_METHODS[method] and 405 or 501
+end
+
+-- The default handler's answer to OPTIONS (ap_send_http_options, measured on 2.4.71): no
+-- body, and the methods it takes (TRACE unless TraceEnable is off).
+function M.answer_options(r, trace_off)
+  local h = r.resp_header
+  h["Allow"] = trace_off and "POST,OPTIONS,HEAD,GET" or "POST,OPTIONS,HEAD,GET,TRACE"
+  h["Content-Type"] = "text/html"
+  r.resp_body.set({ "" })
+  return 200
 end
 
 -- Whether Apache answers 400 for this Host ("Client sent malformed Host header"): the
