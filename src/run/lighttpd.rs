@@ -67,7 +67,16 @@ pub fn check_config(conf: &Path) -> Result<(), String> {
         .collect::<Vec<_>>()
         .join("\n");
     if !out.status.success() {
-        return Err(format!("lighttpd -tt -f {} failed ({}):\n{text}", conf.display(), out.status));
+        // lighttpd 1.4.69 stops at its own assertion beyond 4,096 conditionals
+        // (config_plugin_values_init): say what it means.
+        let hint = if text.contains("sizeof(matches) >= srv->config_context->used") {
+            "\nlighttpd takes at most 4,096 conditional blocks ($SERVER, $HTTP) in one configuration, and \
+             this one has more: serve the accounts from several lighttpd instances (lighten batch --shard K/N \
+             gives each its share)"
+        } else {
+            ""
+        };
+        return Err(format!("lighttpd -tt -f {} failed ({}):\n{text}{hint}", conf.display(), out.status));
     }
     let ignored = unknown_keys(&text);
     if !ignored.is_empty() {

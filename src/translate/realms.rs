@@ -389,19 +389,32 @@ pub fn blocks(
          \x20   # answers the 400s Apache gives before it asks (a '#' in the target, a malformed Host).\n\
          \x20   auth.backend = \"htpasswd\"\n",
     );
+    // Blocks next to each other that decide alike are one conditional (lighttpd takes at
+    // most 4,096 in all, and a Plesk account's statistics realm is reached by five Aliases):
+    // which of them matches last cannot change what lighttpd does.
+    let mut runs: Vec<(Vec<usize>, &Table)> = Vec::new();
     for (i, t) in &blocks {
-        let p = &places[*i];
+        match runs.last_mut() {
+            Some((places_in, last)) if *last == t => places_in.push(*i),
+            _ => runs.push((vec![*i], t)),
+        }
+    }
+    for (run, t) in runs {
         for a in t.values() {
             if let Ask::Password { file, .. } = a {
                 need(NeedKind::PasswordFile, &(opts.map_path)(file), files_at.get(file).copied());
             }
         }
-        out.push_str(&format!("    # {} ({})\n", conf::comment(&p.what), sources.line_ref(p.at)));
+        for i in &run {
+            let p = &places[*i];
+            out.push_str(&format!("    # {} ({})\n", conf::comment(&p.what), sources.line_ref(p.at)));
+        }
+        let regex = one_pattern(run.iter().map(|i| places[*i].regex.as_str()).collect());
         if t.values().all(|a| *a == Ask::Open) {
-            out.push_str(&format!("    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n", conf::q(&p.regex)));
+            out.push_str(&format!("    $HTTP[\"url\"] =~ {} {{ auth.require = ( ) }}\n", conf::q(&regex)));
             continue;
         }
-        out.push_str(&format!("    $HTTP[\"url\"] =~ {} {{\n", conf::q(&p.regex)));
+        out.push_str(&format!("    $HTTP[\"url\"] =~ {} {{\n", conf::q(&regex)));
         emit_class(&mut out, t, &None, "      ", opts, &script);
         let methods: BTreeSet<&Option<String>> = t.keys().map(|(m, _)| m).filter(|m| m.is_some()).collect();
         for m in methods {
@@ -418,6 +431,19 @@ pub fn blocks(
         out.push_str("    }\n");
     }
     out
+}
+
+/// Patterns as one: folders' (`^/a(?:/|$)`) as `^(?:/a|/b)(?:/|$)`, others side by side.
+fn one_pattern(res: Vec<&str>) -> String {
+    if res.len() == 1 {
+        return res[0].to_string();
+    }
+    let areas: Option<Vec<&str>> =
+        res.iter().map(|r| r.strip_prefix('^').and_then(|r| r.strip_suffix("(?:/|$)"))).collect();
+    match areas {
+        Some(a) => format!("^(?:{})(?:/|$)", a.join("|")),
+        None => res.iter().map(|r| format!("(?:{r})")).collect::<Vec<_>>().join("|"),
+    }
 }
 
 /// The lines for method `m` of table `t`: what lighttpd does for any address, then the
