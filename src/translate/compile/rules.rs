@@ -591,6 +591,8 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
             while chain.last().is_some_and(|c| c.ornext()) && i + chain.len() < r.conditions.len() {
                 chain.push(&r.conditions[i + chain.len()]);
             }
+            // (a condition written more than once is decided once, in c<n>)
+            let mut test = "ok".to_string();
             for (j, c) in chain.iter().enumerate() {
                 let _ = writeln!(out, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
                 let shared = (!cond_groups && reads != Reads::Record && chain.len() == 1)
@@ -600,7 +602,8 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
                     let n = n + 1;
                     let _ = writeln!(out, "    if c{n} == nil then");
                     out.push_str(&condition(w, c, cond_groups, whole, reads, "      ")?);
-                    let _ = writeln!(out, "      c{n} = ok\n    else\n      ok = c{n}\n    end");
+                    let _ = writeln!(out, "      c{n} = ok\n    end");
+                    test = format!("c{n}");
                 } else if j == 0 {
                     out.push_str(&condition(w, c, cond_groups, whole, reads, "    ")?);
                 } else {
@@ -609,7 +612,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
                     out.push_str("    end\n");
                 }
             }
-            let _ = writeln!(out, "    if not ok then goto {next} end");
+            let _ = writeln!(out, "    if not {test} then goto {next} end");
             i += chain.len();
         }
         match reads {
