@@ -398,7 +398,7 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     let m = st.mime();
     for h in &m.handlers {
         if h.extensions.is_empty() {
-            dc.set_handler = Some(&h.handler);
+            dc.set_handler = (!h.handler.cancels()).then_some(&h.handler);
         } else {
             for e in &h.extensions {
                 dc.add_handlers.push((e.trim_start_matches('.').to_ascii_lowercase(), &h.handler));

@@ -1029,6 +1029,11 @@ fn spec(s: &crate::model::expires::ExpiresSpec) -> Value {
 
 fn handler(h: &Handler, loaded: &dyn Fn(&str) -> bool) -> Value {
     let mut t = Value::table();
+    if h.cancels() {
+        // SetHandler None: the forced handler in force is cancelled (Handler::cancels)
+        t.set("none", true);
+        return t;
+    }
     if h.served_by_default(loaded) {
         // No loaded module claims it: Apache's default handler serves the file.
         t.set("default", true);

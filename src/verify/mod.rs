@@ -279,6 +279,16 @@ pub fn run(
         // broken .htaccess, a Require with no AuthType) and lighttpd served.
         let refused = (400..=500).contains(&ra.status);
         let mut fail_open = refused && (200..300).contains(&rl.status);
+        // PHP Apache runs that lighttpd sends as its source (database passwords and all):
+        // as bad as a refusal served.
+        if let Served::Php { script, .. } = &sa.served
+            && (200..300).contains(&rl.status)
+            && !rl.body.is_empty()
+            && cfg.sysroot.read(script).is_ok_and(|b| b == rl.body)
+        {
+            fail_open = true;
+            differences.push(format!("lighttpd sent the source of {script}, which Apache runs as PHP"));
+        }
         // The same request again: the converted site may answer it from its decision
         // cache (lighten_core.lua), which must answer as the evaluation did.
         match send(lport, tls, &sent) {

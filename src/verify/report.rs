@@ -39,7 +39,10 @@ pub fn text(v: &Verification, color: bool) -> String {
     }
     let fail: Vec<&Comparison> = v.comparisons.iter().filter(|c| c.fail_open).collect();
     if !fail.is_empty() {
-        let _ = writeln!(out, "\n{red}{bold}FAIL-OPEN: Apache refused these, lighttpd served them{reset}");
+        let _ = writeln!(
+            out,
+            "\n{red}{bold}FAIL-OPEN: Apache refused these (or ran them as PHP), lighttpd served them{reset}"
+        );
         for c in fail {
             difference(&mut out, c, red, reset);
         }

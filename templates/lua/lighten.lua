@@ -655,7 +655,8 @@ local function apply(dc, s, dir, t)
   if m then
     for _, h in ipairs(m.handlers or {}) do
       if #h.exts == 0 then
-        dc.set_handler = h.handler
+        -- (SetHandler None cancels the one in force: AddHandler applies again)
+        if h.handler.none then dc.set_handler = nil else dc.set_handler = h.handler end
       else
         for _, e in ipairs(h.exts) do dc.add_handlers[#dc.add_handlers + 1] = { e, h.handler } end
       end

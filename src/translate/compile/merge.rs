@@ -175,7 +175,7 @@ pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     let mime = st.mime();
     for h in &mime.handlers {
         if h.extensions.is_empty() {
-            m.set_handler = Some(&h.handler);
+            m.set_handler = (!h.handler.cancels()).then_some(&h.handler);
         } else {
             for e in &h.extensions {
                 m.add_handlers.push((ext(e), &h.handler));
