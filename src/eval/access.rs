@@ -28,6 +28,25 @@ pub struct Client<'a> {
     pub method: &'a str,
     pub env: &'a BTreeMap<String, String>,
     pub has_credentials: bool,
+    /// What each `Require expr` decides for this request (by its text); one missing is
+    /// one that cannot be decided, which never lets anybody in, negated or not.
+    pub exprs: &'a BTreeMap<String, bool>,
+}
+
+/// The texts of the `Require expr` lines in force (for [`Client::exprs`]).
+pub fn expr_texts(dc: &DirConfig) -> Vec<String> {
+    fn walk(z: &Authz, out: &mut Vec<String>) {
+        match z {
+            Authz::Container { children, .. } => children.iter().for_each(|c| walk(c, out)),
+            Authz::Require { provider, args, .. } if provider == "expr" => out.push(args.join(" ")),
+            Authz::Require { .. } => {}
+        }
+    }
+    let mut out = Vec::new();
+    for z in dc.authz.iter().copied().chain(dc.authz_and.iter().flatten().copied()) {
+        walk(z, &mut out);
+    }
+    out
 }
 
 /// The status access control answers with, or `None` to go on.
@@ -116,6 +135,15 @@ pub fn env_get<'e>(env: &'e BTreeMap<String, String>, name: &str) -> Option<&'e 
     env.get(name).or_else(|| env.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v))
 }
 
+/// Sets (or with None, unsets) an environment variable as Apache's tables do: the name in
+/// any case is the same variable.
+pub fn env_set(env: &mut BTreeMap<String, String>, name: &str, value: Option<&str>) {
+    env.retain(|k, _| !k.eq_ignore_ascii_case(name));
+    if let Some(v) = value {
+        env.insert(name.to_string(), v.to_string());
+    }
+}
+
 /// The method as Apache numbers it: HEAD is GET (`M_GET`).
 pub fn method_number(m: &str) -> &str {
     if m == "HEAD" { "GET" } else { m }
@@ -152,9 +180,13 @@ fn combine<'a>(how: Combine, items: impl Iterator<Item = &'a Authz>, c: &Client)
                 Decision::Granted
             }
         }
+        // <RequireNone>: the children as <RequireAny>, negated; a user still needed stays
+        // needed (authz_core's negation leaves AUTHZ_DENIED_NO_USER alone).
         Combine::None => {
             if results.contains(&Decision::Granted) {
                 Decision::Denied
+            } else if results.contains(&Decision::NeedsUser) {
+                Decision::NeedsUser
             } else {
                 Decision::Granted
             }
@@ -166,6 +198,19 @@ fn eval(a: &Authz, c: &Client) -> Decision {
     match a {
         Authz::Container { combine: how, children, .. } => combine(*how, children.iter(), c),
         Authz::Require { negated, provider, args, .. } => {
+            if provider == "expr" {
+                return match c.exprs.get(&args.join(" ")) {
+                    Some(v) => {
+                        if *v != *negated {
+                            Decision::Granted
+                        } else {
+                            Decision::Denied
+                        }
+                    }
+                    // (undecided: no grant, and a negation does not make it one)
+                    None => Decision::Denied,
+                };
+            }
             let d = match provider.as_str() {
                 "all" => {
                     if args.first().is_some_and(|a| a.eq_ignore_ascii_case("granted")) {

@@ -51,7 +51,7 @@ impl Context for ExprCx<'_, '_> {
         match name.to_ascii_lowercase().as_str() {
             "req" | "http" => Some(e.req.header(arg).unwrap_or("").to_string()),
             "req_novary" => Some(e.req.header(arg).unwrap_or("").to_string()),
-            "reqenv" | "env" => Some(e.env.get(arg).cloned().unwrap_or_default()),
+            "reqenv" | "env" => Some(super::access::env_get(&e.env, arg).cloned().unwrap_or_default()),
             "note" => Some(String::new()),
             _ => None,
         }

@@ -179,7 +179,7 @@ impl<'m> Engine<'m> {
                 return self.finish(status, Served::Error, None);
             }
         };
-        self.env = self.initial_env();
+        self.initial_env();
         let (mut uri, mut args) = (uri, args);
         // Set while serving a local ErrorDocument: the error's status and the document.
         let mut error_round: Option<u16> = None;
@@ -320,18 +320,104 @@ impl<'m> Engine<'m> {
         dc.get(&status).cloned()
     }
 
-    fn initial_env(&self) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
+    /// The server's and the host's own SetEnvIf rules, before anything else (mod_setenvif's
+    /// post_read_request: the URL-path as sent).
+    fn initial_env(&mut self) {
+        self.env = BTreeMap::new();
+        let raw = self.req.path.clone();
         for s in self.server_scopes() {
             for rule in &s.settings.env {
-                apply_setenvif(rule, self.req, &self.req_path_decoded(), &mut env);
+                self.apply_setenvif(rule, &raw);
             }
         }
-        env
     }
 
-    fn req_path_decoded(&self) -> String {
-        decode_path(&self.req.path).unwrap_or_default()
+    /// One SetEnvIf-family rule (mod_setenvif's match_headers) on the request's variables:
+    /// the special names, else the header of that name, else an earlier variable of that
+    /// name (the empty string when neither is there); an attribute that is no plain header
+    /// name matches header names as a regex (the last header it matches). `uri` is the
+    /// URL-path the phase sees: as sent for the server's and the host's own rules (they run
+    /// before the URL is decoded), decoded for a folder's. SetEnvIfExpr's expression
+    /// decides alone.
+    fn apply_setenvif(&mut self, rule: &crate::model::env::EnvRule, uri: &str) {
+        let d = rule.directive.to_ascii_lowercase();
+        if d == "setenv" || d == "unsetenv" || d == "passenv" {
+            return;
+        }
+        let mut groups: Vec<String> = Vec::new();
+        if d == "setenvifexpr" {
+            let Some(text) = &rule.test else { return };
+            match self.decide_expr(text) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(why) => {
+                    self.unknown.get_or_insert(format!("SetEnvIfExpr \"{text}\": {why}"));
+                    return;
+                }
+            }
+        } else {
+            let (Some(attr), Some(test)) = (&rule.attribute, &rule.test) else { return };
+            let value = match attr.to_ascii_lowercase().as_str() {
+                "request_uri" => uri.to_string(),
+                "request_method" => self.req.method.clone(),
+                "remote_addr" | "remote_host" => self.req.remote.to_string(),
+                "server_addr" => "127.0.0.1".to_string(),
+                "request_protocol" => self.req.protocol().to_string(),
+                _ if crate::model::env::is_header_regex(attr) => {
+                    let names =
+                        pcre2::bytes::RegexBuilder::new().caseless(true).build(&format!("^{attr}$")).ok();
+                    let mut found = String::new();
+                    if let Some(re) = names {
+                        if re.is_match(b"Host").unwrap_or(false) {
+                            found = self.req.host.clone().unwrap_or_default();
+                        }
+                        for (k, v) in &self.req.headers {
+                            if re.is_match(k.as_bytes()).unwrap_or(false) {
+                                found = v.clone();
+                            }
+                        }
+                    }
+                    found
+                }
+                h => match self.req.header(h) {
+                    Some(v) => v.to_string(),
+                    None => access::env_get(&self.env, h).cloned().unwrap_or_default(),
+                },
+            };
+            let Some(re) =
+                pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).dotall(true).build(test).ok()
+            else {
+                return;
+            };
+            let Some(caps) = re.captures(value.as_bytes()).ok().flatten() else { return };
+            groups = (0..10)
+                .map(|n| {
+                    caps.get(n)
+                        .map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
+        for a in &rule.assignments {
+            if let Some(name) = a.strip_prefix('!') {
+                access::env_set(&mut self.env, name, None);
+            } else {
+                // `$0`..`$9` in the value are the match's groups.
+                let (n, v) = a.split_once('=').unwrap_or((a.as_str(), "1"));
+                let mut out = String::new();
+                let mut chars = v.chars().peekable();
+                while let Some(c) = chars.next() {
+                    match (c, chars.peek().and_then(|d| d.to_digit(10))) {
+                        ('$', Some(d)) => {
+                            chars.next();
+                            out.push_str(groups.get(d as usize).map(String::as_str).unwrap_or(""));
+                        }
+                        _ => out.push(c),
+                    }
+                }
+                access::env_set(&mut self.env, n, Some(&out));
+            }
+        }
     }
 
     fn server_scopes(&self) -> Vec<&'m Scope> {
@@ -872,13 +958,26 @@ impl<'m> Engine<'m> {
             self.unknown = Some(u.clone());
         }
         for rule in self.perdir_setenvif(dc) {
-            apply_setenvif(rule, self.req, &self.uri, &mut self.env);
+            let uri = self.uri.clone();
+            self.apply_setenvif(rule, &uri);
+        }
+        let mut exprs = BTreeMap::new();
+        for text in access::expr_texts(dc) {
+            match self.decide_expr(&text) {
+                Ok(v) => {
+                    exprs.insert(text, v);
+                }
+                Err(why) => {
+                    self.unknown.get_or_insert(format!("Require expr \"{text}\": {why}"));
+                }
+            }
         }
         let client = access::Client {
             ip: self.req.remote,
             method: &self.method,
             env: &self.env,
             has_credentials: self.req.header("Authorization").is_some(),
+            exprs: &exprs,
         };
         // Allow/Deny by host name: Apache asks DNS (double-reverse), which this does not.
         if dc.legacy.is_some_and(access::names_host) {
@@ -1388,63 +1487,13 @@ fn replace_base_in_url(url: &str, directory: &str, base: &str) -> String {
     }
 }
 
-/// mod_setenvif for one request.
-fn apply_setenvif(
-    rule: &crate::model::env::EnvRule,
-    req: &Request,
-    uri: &str,
-    env: &mut BTreeMap<String, String>,
-) {
-    let d = rule.directive.to_ascii_lowercase();
-    if d == "setenv" || d == "unsetenv" || d == "passenv" {
-        return;
-    }
-    let (Some(attr), Some(test)) = (&rule.attribute, &rule.test) else { return };
-    let value = match attr.to_ascii_lowercase().as_str() {
-        "request_uri" => uri.to_string(),
-        "request_method" => req.method.clone(),
-        "remote_addr" => req.remote.to_string(),
-        "server_addr" => "127.0.0.1".to_string(),
-        "request_protocol" => "HTTP/1.1".into(),
-        h => req.header(h).unwrap_or("").to_string(),
-    };
-    let Some(re) = pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).dotall(true).build(test).ok()
-    else {
-        return;
-    };
-    let Some(caps) = re.captures(value.as_bytes()).ok().flatten() else { return };
-    let group = |n: usize| {
-        caps.get(n).map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned()).unwrap_or_default()
-    };
-    for a in &rule.assignments {
-        if let Some(name) = a.strip_prefix('!') {
-            env.remove(name);
-        } else {
-            // `$0`..`$9` in the value are the match's groups.
-            let (n, v) = a.split_once('=').unwrap_or((a.as_str(), "1"));
-            let mut out = String::new();
-            let mut chars = v.chars().peekable();
-            while let Some(c) = chars.next() {
-                match (c, chars.peek().and_then(|d| d.to_digit(10))) {
-                    ('$', Some(d)) => {
-                        chars.next();
-                        out.push_str(&group(d as usize));
-                    }
-                    _ => out.push(c),
-                }
-            }
-            env.insert(n.to_string(), out);
-        }
-    }
-}
-
 impl Lookup for Engine<'_> {
     fn var(&mut self, name: &str) -> String {
         if let Some(h) = name.strip_prefix("HTTP:") {
             return self.req.header(h).unwrap_or("").to_string();
         }
         if let Some(v) = name.strip_prefix("ENV:") {
-            return self.env.get(v).cloned().unwrap_or_default();
+            return access::env_get(&self.env, v).cloned().unwrap_or_default();
         }
         if name.starts_with("SSL:") {
             return String::new();
@@ -1468,7 +1517,9 @@ impl Lookup for Engine<'_> {
             "REQUEST_URI" => self.uri.clone(),
             "REQUEST_FILENAME" | "SCRIPT_FILENAME" => self.filename.clone(),
             "QUERY_STRING" => self.args.clone().unwrap_or_default(),
-            "THE_REQUEST" => format!("{} {} HTTP/1.1", self.req.method, self.req.target()),
+            "THE_REQUEST" => {
+                format!("{} {} {}", self.req.method, self.req.target_as_sent(), self.req.protocol())
+            }
             "HTTPS" => {
                 if self.https {
                     "on".into()
@@ -1479,7 +1530,7 @@ impl Lookup for Engine<'_> {
             "SERVER_NAME" => self.server_name(),
             "SERVER_PORT" => self.server_port().to_string(),
             "SERVER_ADDR" => "127.0.0.1".into(),
-            "SERVER_PROTOCOL" => "HTTP/1.1".into(),
+            "SERVER_PROTOCOL" => self.req.protocol().into(),
             "SERVER_SOFTWARE" => "Apache".into(),
             "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => self.docroot(),
             "CONTEXT_PREFIX" => String::new(),
@@ -1493,7 +1544,17 @@ impl Lookup for Engine<'_> {
                 self.unknown.get_or_insert(format!("%{{{n}}} depends on the clock"));
                 String::new()
             }
-            other => self.env.get(other).cloned().unwrap_or_default(),
+            "CONN_REMOTE_ADDR" => self.req.remote.to_string(),
+            "SERVER_ADMIN" => server_admin(self.model, self.vhost),
+            // (ap_expr's: the document's URL-path, and whether the client is on IPv6)
+            "DOCUMENT_URI" => self.uri.clone(),
+            "IPV6" => if self.req.remote.is_ipv6() { "on" } else { "off" }.into(),
+            "REMOTE_PORT" => {
+                self.unknown.get_or_insert("%{REMOTE_PORT}: the client's port is the sandbox's".into());
+                String::new()
+            }
+            // Any other name is empty to mod_rewrite: only %{ENV:name} reads the variables.
+            _ => String::new(),
         }
     }
 
@@ -1586,12 +1647,8 @@ impl RewriteEnv for Engine<'_> {
 
     fn set_env(&mut self, name: &str, value: Option<&str>) {
         match value {
-            Some(v) => {
-                self.env.insert(name.to_string(), v.to_string());
-            }
-            None => {
-                self.env.remove(name);
-            }
+            Some(v) => access::env_set(&mut self.env, name, Some(v)),
+            None => access::env_set(&mut self.env, name, None),
         }
     }
 }
@@ -1645,6 +1702,22 @@ pub fn rewrite_maps(model: &Model, vhost: Option<usize>) -> Vec<&crate::model::r
 /// The server-context rule list of a vhost (or of the main server), inheritance resolved
 /// as `config_server_merge()` does: the engine state and the options come from the main
 /// server unless the vhost sets them.
+/// `%{SERVER_ADMIN}`: the host's ServerAdmin, else the main server's, else Apache's
+/// compiled-in "[no address given]".
+pub fn server_admin(model: &Model, vhost: Option<usize>) -> String {
+    let last = |s: &Scope| {
+        s.directives
+            .iter()
+            .rev()
+            .find(|d| d.enabled && d.name.eq_ignore_ascii_case("ServerAdmin"))
+            .map(|d| d.args.trim().trim_matches('"').to_string())
+    };
+    vhost
+        .and_then(|i| last(&model.vhosts[i].scope))
+        .or_else(|| last(&model.server))
+        .unwrap_or_else(|| "[no address given]".into())
+}
+
 pub fn server_rules(model: &Model, vhost: Option<usize>) -> Vec<&RewriteRule> {
     let main = model.server.settings.rewrite();
     let Some(i) = vhost else {

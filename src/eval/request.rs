@@ -174,6 +174,19 @@ impl Request {
         }
     }
 
+    /// The protocol of the request line.
+    pub fn protocol(&self) -> &'static str {
+        if self.wire == Wire::Http10NoHost { "HTTP/1.0" } else { "HTTP/1.1" }
+    }
+
+    /// The request-target as sent: absolute-form keeps the scheme and authority.
+    pub fn target_as_sent(&self) -> String {
+        match (&self.wire, &self.host) {
+            (Wire::Absolute, Some(h)) => format!("{}://{h}{}", self.scheme, self.target()),
+            _ => self.target(),
+        }
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         if name.eq_ignore_ascii_case("host") {
             return self.host.as_deref();

@@ -13,112 +13,15 @@
 //! A `/0` mask is refused, as APR does. An IPv4 subnet also matches a client that comes
 //! as an IPv4-mapped IPv6 address.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+//! One reading for all of Apache's address forms: `model::subnet` (also Allow, Deny and
+//! `Require ip`).
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subnet {
-    V4 { net: u32, mask: u32 },
-    V6 { net: u128, mask: u128 },
-}
-
-impl Subnet {
-    /// Reads `addr[/mask]`; `None` where APR reports an error.
-    pub fn parse(text: &str) -> Option<Subnet> {
-        let (addr, mask) = match text.split_once('/') {
-            Some((a, m)) => (a, Some(m)),
-            None => (text, None),
-        };
-        if !looks_like_ip(addr) {
-            return None;
-        }
-        let subnet = if let Ok(v6) = addr.parse::<Ipv6Addr>() {
-            if v6.to_ipv4_mapped().is_some() {
-                return None;
-            }
-            Subnet::V6 { net: u128::from(v6), mask: u128::MAX }
-        } else if let Ok(v4) = addr.parse::<Ipv4Addr>() {
-            Subnet::V4 { net: u32::from(v4), mask: u32::MAX }
-        } else if mask.is_none() {
-            network(addr)?
-        } else {
-            return None;
-        };
-        let subnet = match (subnet, mask) {
-            (s, None) => s,
-            (Subnet::V4 { net, .. }, Some(m)) => {
-                let mask = match bits(m, 32) {
-                    Some(b) => u32::MAX << (32 - b),
-                    None => u32::from(m.parse::<Ipv4Addr>().ok()?),
-                };
-                Subnet::V4 { net, mask }
-            }
-            (Subnet::V6 { net, .. }, Some(m)) => Subnet::V6 { net, mask: u128::MAX << (128 - bits(m, 128)?) },
-        };
-        Some(match subnet {
-            Subnet::V4 { net, mask } => Subnet::V4 { net: net & mask, mask },
-            Subnet::V6 { net, mask } => Subnet::V6 { net: net & mask, mask },
-        })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
-            v4 => v4,
-        };
-        match (self, ip) {
-            (Subnet::V4 { net, mask }, IpAddr::V4(a)) => u32::from(a) & mask == *net,
-            (Subnet::V6 { net, mask }, IpAddr::V6(a)) => u128::from(a) & mask == *net,
-            _ => false,
-        }
-    }
-}
-
-/// APR's first filter: anything with a colon is taken for IPv6, otherwise only digits
-/// and dots pass.
-fn looks_like_ip(addr: &str) -> bool {
-    !addr.is_empty() && (addr.contains(':') || addr.bytes().all(|b| b == b'.' || b.is_ascii_digit()))
-}
-
-/// A mask in bits, as `strtol` with nothing after the number; `0` is refused.
-fn bits(mask: &str, max: u32) -> Option<u32> {
-    let n: i64 = mask.trim_start().parse().ok()?;
-    (1..=i64::from(max)).contains(&n).then_some(n as u32)
-}
-
-/// The legacy network form: one to four octets, each followed by an optional dot.
-fn network(addr: &str) -> Option<Subnet> {
-    // APR copies into a buffer of `sizeof "255.255.255.255"`.
-    if addr.len() >= 16 {
-        return None;
-    }
-    let (mut net, mut mask) = (0u32, 0u32);
-    let mut shift: i32 = 24;
-    let mut rest = addr;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 || shift < 0 {
-            return None;
-        }
-        let octet: u32 = rest[..digits].parse().ok()?;
-        if octet > 255 {
-            return None;
-        }
-        rest = &rest[digits..];
-        match rest.strip_prefix('.') {
-            Some(r) => rest = r,
-            None if rest.is_empty() => {}
-            None => return None,
-        }
-        net |= octet << shift;
-        mask |= 0xff << shift;
-        shift -= 8;
-    }
-    Some(Subnet::V4 { net, mask })
-}
+pub use crate::model::subnet::Subnet;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::IpAddr;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()

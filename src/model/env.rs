@@ -84,3 +84,16 @@ pub fn read(item: &Item, cx: &mut ReadCx) -> Option<EnvRule> {
         _ => None,
     }
 }
+
+/// The names SetEnvIf tests as something other than a header (mod_setenvif's special
+/// names), in lower case.
+pub const SPECIAL_ATTRIBUTES: &[&str] =
+    &["remote_host", "remote_addr", "server_addr", "request_method", "request_protocol", "request_uri"];
+
+/// Whether SetEnvIf reads `attr` as a regex over request header names: anything but a
+/// special name with a character other than letters, digits, `-` and `_`
+/// (mod_setenvif's is_header_regex).
+pub fn is_header_regex(attr: &str) -> bool {
+    !SPECIAL_ATTRIBUTES.contains(&attr.to_ascii_lowercase().as_str())
+        && !attr.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}

@@ -7,7 +7,7 @@
 //! | `10.1.2.3`, `fe80::1` | one address |
 //! | `10.1`, `10.1.` | a network of whole octets (only without a mask) |
 //! | `10.0.0.0/8`, `10.0.0.0/255.0.0.0` | a network; a dotted mask may have holes |
-//! | `0177.0.0.1` | not an address to `inet_pton`, so a network of four octets read in decimal |
+//! | `0177.0.0.1`, `127.000.000.001` | an address, each octet read in decimal |
 //! | `300.1.1.1`, `10.1/8`, `::ffff:10.0.0.1` | an invalid address (Apache refuses the line) |
 //! | `10.0.0.0/33`, `10.0.0.0/8.0`, `10.0.0.0/0` | an invalid mask (refused) |
 //! | `example.com`, `10.0.0.x` | not an address at all: a host name for Allow/Deny |
@@ -52,9 +52,9 @@ pub fn parse(ip: &str, mask: Option<&str>) -> Result<Subnet, SubnetError> {
     let mut s = parse_ip(ip, mask.is_none())?;
     if let Some(m) = mask {
         let max = if s.v6 { 128 } else { 32 };
-        let digits = !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit());
-        match m.parse::<u32>() {
-            Ok(bits) if digits && bits > 0 && bits <= max => {
+        match strtol(m) {
+            Some(bits) if bits > 0 && bits <= i64::from(max) => {
+                let bits = bits as u32;
                 let full = if s.v6 { u128::MAX } else { u128::from(u32::MAX) };
                 s.mask = full & !(full >> bits);
             }
@@ -77,6 +77,22 @@ pub fn parse_word(word: &str) -> Result<Subnet, SubnetError> {
 }
 
 impl Subnet {
+    /// Reads `addr[/mask]` (a constant of ap_expr's `-R` and `-ipmatch`); None where APR
+    /// reports an error.
+    pub fn parse(text: &str) -> Option<Subnet> {
+        parse_word(text).ok()
+    }
+
+    /// The network as lighten.lua's `ip_matches` takes it: `a.b.c.d/m.m.m.m` (the mask may
+    /// have holes) or an IPv6 `addr/bits`.
+    pub fn lua_form(&self) -> String {
+        if self.v6 {
+            let bits = self.mask.count_ones();
+            return format!("{}/{bits}", Ipv6Addr::from(self.addr));
+        }
+        format!("{}/{}", Ipv4Addr::from(self.addr as u32), Ipv4Addr::from(self.mask as u32))
+    }
+
     /// Whether a client at `ip` is in the network (an IPv4 network also takes the client
     /// as an IPv4-mapped IPv6 address, as APR does).
     pub fn contains(&self, ip: IpAddr) -> bool {
@@ -126,8 +142,9 @@ fn parse_ip(s: &str, network_allowed: bool) -> Result<Subnet, SubnetError> {
     if network_allowed { parse_network(s) } else { Err(SubnetError::BadAddress) }
 }
 
-/// `inet_pton(AF_INET)` as APR implements it (BIND's): four decimal octets, no leading
-/// zero.
+/// `inet_pton(AF_INET)` as APR implements it (apr/network_io/unix/inet_pton.c, from
+/// BIND): four octets of decimal digits, each at most 255; leading zeros are taken
+/// (`127.000.000.001`, `0255.0.0.0` are addresses to APR).
 fn inet_pton4(s: &str) -> Option<u32> {
     let parts: Vec<&str> = s.split('.').collect();
     if parts.len() != 4 {
@@ -135,20 +152,34 @@ fn inet_pton4(s: &str) -> Option<u32> {
     }
     let mut v = 0u32;
     for p in parts {
-        if p.is_empty()
-            || p.len() > 3
-            || !p.bytes().all(|b| b.is_ascii_digit())
-            || (p.len() > 1 && p.starts_with('0'))
-        {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
-        let o: u32 = p.parse().ok()?;
-        if o > 255 {
-            return None;
+        let mut o = 0u32;
+        for b in p.bytes() {
+            o = o * 10 + u32::from(b - b'0');
+            if o > 255 {
+                return None;
+            }
         }
         v = v << 8 | o;
     }
     Some(v)
+}
+
+/// `strtol(s, &end, 10)` with nothing left after the number: leading blanks and a sign.
+fn strtol(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'+') => (false, &t[1..]),
+        Some(b'-') => (true, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: i64 = digits.parse().ok()?;
+    Some(if neg { -n } else { n })
 }
 
 /// APR's `parse_network`: up to four components of digits, each an octet read in decimal.
@@ -209,6 +240,13 @@ mod tests {
         assert!(ok("10.0.0.0/8").contains(ip("10.9.9.9")));
         assert!(ok("0177.0.0.1").contains(ip("177.0.0.1")));
         assert!(!ok("0177.0.0.1").contains(ip("127.0.0.1")));
+        // APR's inet_pton takes leading zeros, and the prefix as strtol reads it
+        assert!(ok("127.000.000.001/8").contains(ip("127.9.9.9")));
+        assert!(ok("127.0.0.0/0255.0.0.0").contains(ip("127.9.9.9")));
+        assert!(ok("127.0.0.0/+8").contains(ip("127.9.9.9")));
+        assert!(ok("127.0.0.0/ 8").contains(ip("127.9.9.9")));
+        assert_eq!(parse_word("10.0.0.0/0"), Err(SubnetError::BadMask));
+        assert_eq!(parse_word("10.0.0.0/8x"), Err(SubnetError::BadMask));
         assert!(ok("10.0.0.0/255.0.255.0").contains(ip("10.7.0.9")));
         assert!(!ok("10.0.0.0/255.0.255.0").contains(ip("10.7.1.9")));
         assert!(ok("127.0.0.1").contains(ip("::ffff:127.0.0.1")));

@@ -100,8 +100,6 @@ codes! {
     // Rewriting, expressions, variables.
     CannotEvaluate = "cannot-evaluate", "unsupported", "an ap_expr expression (or a regular expression in one) the converted site cannot evaluate",
         "rewrite the expression without what the reason names, then convert again; until then requests reaching it answer 403";
-    SetEnvIfExpr = "setenvifexpr", "unsupported", "SetEnvIfExpr is not translated",
-        "use SetEnvIf (a regex on a request field) or a RewriteRule with [E=], then convert again";
     RewriteProxy = "rewrite-proxy", "unsupported", "a RewriteRule [P]: proxying to a URL computed per request",
         "keep the site on Apache, or write the proxying into lighttpd.conf by hand (mod_proxy, a fixed backend); those requests answer 403";
     RewriteCookie = "rewrite-cookie", "approximated", "a RewriteRule [CO]: the cookie is not set",

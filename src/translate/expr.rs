@@ -84,7 +84,9 @@ impl Gen<'_, '_> {
                     UnaryOp::NotEmpty => format!("({w} ~= \"\")"),
                     UnaryOp::Empty => format!("({w} == \"\")"),
                     UnaryOp::Truthy => format!("X.truthy({w})"),
-                    UnaryOp::Remote(_) => return Err("-R needs the subnet test of the runtime".into()),
+                    UnaryOp::Remote(net) => {
+                        format!("X.ipmatch(cx.remote, {})", super::lua::string(&net.lua_form()))
+                    }
                     UnaryOp::File(c) => match c {
                         'd' | 'e' | 'f' | 's' | 'x' => format!("X.file_test(\"{c}\", {w})"),
                         other => {
@@ -92,6 +94,10 @@ impl Gen<'_, '_> {
                         }
                     },
                 }
+            }
+            Cond::Binary(left, BinaryOp::IpMatch(net), _) => {
+                let left = self.word(left)?;
+                format!("X.ipmatch({left}, {})", super::lua::string(&net.lua_form()))
             }
             Cond::Binary(_, op, _) => {
                 return Err(format!("-{} is not translated", op_name(op)));
@@ -151,7 +157,8 @@ fn var(name: &str) -> String {
 fn func(name: &str, arg: &str) -> Result<String, String> {
     Ok(match name.to_ascii_lowercase().as_str() {
         "req" | "http" | "req_novary" => format!("(cx:header({arg}) or \"\")"),
-        "reqenv" | "env" => format!("(cx.env[{arg}] or \"\")"),
+        // (Apache's environment table finds a name in any case)
+        "reqenv" | "env" => format!("(X.env(cx, {arg}) or \"\")"),
         "tolower" => format!("string.lower({arg})"),
         "toupper" => format!("string.upper({arg})"),
         "escape" => format!("X.escape({arg})"),

@@ -505,7 +505,9 @@ fn table(
         let dc =
             dirconf::build(model, host, &target, &mut Vec::new(), &mut |_| Err("decided per request".into()));
         for (net, ip) in &classes.networks {
-            let (status, _) = check(&dc, &Client { ip: *ip, method, env: &env, has_credentials: false });
+            let exprs = BTreeMap::new();
+            let client = Client { ip: *ip, method, env: &env, has_credentials: false, exprs: &exprs };
+            let (status, _) = check(&dc, &client);
             let basic = dc.auth_type.is_some_and(|t| t.eq_ignore_ascii_case("basic"));
             let ask = match (dc.broken, status, dc.auth_user_file) {
                 (None, Some(401), Some(f)) if basic => {

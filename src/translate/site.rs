@@ -344,17 +344,23 @@ impl Site<'_> {
                 continue;
             }
             if d == "setenvifexpr" {
-                self.findings.push(Finding::unsupported(
-                    Code::SetEnvIfExpr,
-                    r.at,
-                    "SetEnvIfExpr is not translated".into(),
-                    "the variable is never set, so rules depending on it do not apply",
-                ));
+                let Some(test) = &r.test else { continue };
+                let mut x = Value::table();
+                let e = self.expr(test, r.at);
+                x.set("expr", e);
+                x.set("assignments", r.assignments.clone());
+                env.push(x);
                 continue;
             }
             let (Some(attr), Some(test)) = (&r.attribute, &r.test) else { continue };
             let mut x = Value::table();
             x.set("attribute", attr.as_str());
+            // An attribute that is no plain header name (nor a special one) matches header
+            // names as a regex (mod_setenvif's is_header_regex), anchored, in any case.
+            if crate::model::env::is_header_regex(attr) {
+                let re = self.regex(&format!("^{attr}$"), true, r.at);
+                x.set("name_re", re);
+            }
             let re = self.regex(test, r.nocase, r.at);
             x.set("re", re);
             x.set("assignments", r.assignments.clone());
@@ -839,6 +845,7 @@ impl Site<'_> {
             }
         };
         t.set("name", name);
+        t.set("server_admin", crate::eval::server_admin(model, i));
         t.set("docroot", docroot.map(|d| self.path(&d)));
         t.set("canonical", canonical);
         // The main server's own scope is `server`; as a host it adds nothing on top.
@@ -1118,12 +1125,7 @@ fn host_case_matters(c: &crate::model::rewrite::RewriteCond) -> bool {
 }
 
 /// An address or network of Allow/Deny/Require ip as APR reads it (`model::subnet`), in the
-/// form lighten.lua's `ip_matches` takes: `a.b.c.d/m.m.m.m` (a mask may have holes) or an
-/// IPv6 `addr/bits`; None for a host name.
+/// form lighten.lua's `ip_matches` takes; None for a host name.
 fn canonical_ip(word: &str) -> Option<String> {
-    let s = crate::model::subnet::parse_word(word).ok()?;
-    if s.v6 {
-        return s.cidr().map(|c| c.0);
-    }
-    Some(format!("{}/{}", std::net::Ipv4Addr::from(s.addr as u32), std::net::Ipv4Addr::from(s.mask as u32)))
+    crate::model::subnet::parse_word(word).ok().map(|s| s.lua_form())
 }

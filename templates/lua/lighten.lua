@@ -427,7 +427,10 @@ local HEADER_VARS = {
 -- (lookup_header(); never on Host).
 function Ctx:read_header(h)
   local v = self:header(h)
-  if v and self.vary_cond and lower(h) ~= "host" then self.vary_cond[#self.vary_cond + 1] = h end
+  -- (ap_expr varies on a header it reads even when the request lacks it: vary_absent)
+  if (v or self.vary_absent) and self.vary_cond and lower(h) ~= "host" then
+    self.vary_cond[#self.vary_cond + 1] = h
+  end
   return v or ""
 end
 
@@ -459,12 +462,21 @@ local VARS = {
   REQUEST_FILENAME = function(cx) return cx.filename end,
   SCRIPT_FILENAME = function(cx) return cx.filename end,
   QUERY_STRING = function(cx) return cx.args or "" end,
-  THE_REQUEST = function(cx) return cx.orig_method .. " " .. cx.target .. " HTTP/1.1" end,
+  THE_REQUEST = function(cx) return cx.orig_method .. " " .. cx.target .. " " .. plans.protocol(lighty) end,
   HTTPS = function(cx) return cx.https and "on" or "off" end,
   SERVER_NAME = function(cx) return cx:server_name() end,
   SERVER_PORT = function(cx) return tostring(cx:server_port()) end,
   SERVER_ADDR = function(cx) return cx.server_addr end,
-  SERVER_PROTOCOL = function() return "HTTP/1.1" end,
+  SERVER_PROTOCOL = function() return plans.protocol(lighty) end,
+  REMOTE_PORT = function()
+    if reads then reads.no = true end
+    return tostring(lighty.r.req_attr["request.remote-port"] or "")
+  end,
+  CONN_REMOTE_ADDR = function(cx) return cx.remote end,
+  SERVER_ADMIN = function(cx) return cx.v.server_admin or "" end,
+  -- (ap_expr's: the URL-path of the document, and whether the client is on IPv6)
+  DOCUMENT_URI = function(cx) return cx.uri end,
+  IPV6 = function(cx) return find(cx.remote, ":", 1, true) and "on" or "off" end,
   SERVER_SOFTWARE = function() return "Apache" end,
   DOCUMENT_ROOT = function(cx) return cx:docroot() end,
   CONTEXT_DOCUMENT_ROOT = function(cx) return cx:docroot() end,
@@ -495,7 +507,8 @@ function Ctx:var(name)
   -- HTTP:Name and ENV:NAME
   if byte(name, 5) == 58 and sub(name, 1, 4) == "HTTP" then return self:read_header(sub(name, 6)) end
   if byte(name, 4) == 58 and sub(name, 1, 3) == "ENV" then return plans.env_get(self.env, sub(name, 5)) or "" end
-  return plans.env_get(self.env, name) or ""
+  -- (any other name is empty to mod_rewrite: only %{ENV:name} reads the environment)
+  return ""
 end
 
 -- RewriteMap lookups: txt/rnd maps were read at conversion time; int: maps here.
@@ -542,7 +555,7 @@ end
 
 function Ctx:self_url() return self:self_url_prefix() end
 
-function Ctx:set_env(name, value) self.env[name] = value end
+function Ctx:set_env(name, value) plans.env_set(self.env, name, value) end
 
 function Ctx:expr_cond(cond)
   local v = cond.expr(self)
@@ -923,7 +936,9 @@ local function authz_eval(a, cx)
     elseif a.combine == "all" then
       if has(DENIED) then return DENIED elseif has(NEEDS_USER) then return NEEDS_USER else return GRANTED end
     else
-      if has(GRANTED) then return DENIED else return GRANTED end
+      -- <RequireNone>: the children as <RequireAny>, negated; a user still needed stays
+      -- needed (authz_core's negation leaves AUTHZ_DENIED_NO_USER alone)
+      if has(GRANTED) then return DENIED elseif has(NEEDS_USER) then return NEEDS_USER else return GRANTED end
     end
   end
   local d
@@ -1057,27 +1072,60 @@ end
 ---------------------------------------------------------------------------------------
 -- mod_setenvif
 
-local function apply_setenvif(rule, cx, uri)
-  if not rule.re then return end
+-- The value a SetEnvIf rule tests (mod_setenvif's match_headers): one of the special
+-- names, else the header of that name, else an earlier variable of that name; an
+-- attribute that is not a plain header name matches header names as a regex (the last
+-- header it matches). `uri` is the URL-path the phase sees (as sent, in the server).
+local function setenvif_value(rule, cx, uri)
   local attr = lower(rule.attribute or "")
-  local value
-  if attr == "request_uri" then value = uri
-  elseif attr == "request_method" then value = cx.method
-  elseif attr == "remote_addr" then value = cx.remote
-  elseif attr == "server_addr" then value = cx.server_addr
-  elseif attr == "request_protocol" then value = "HTTP/1.1"
-  else value = cx:header(rule.attribute) or "" end
-  local caps = rx(rule.re, value)
-  if not caps then return end
+  if attr == "request_uri" then return uri end
+  if attr == "request_method" then return cx.method end
+  if attr == "remote_addr" or attr == "remote_host" then return cx.remote end
+  if attr == "server_addr" then return cx.server_addr end
+  if attr == "request_protocol" then return plans.protocol(lighty) end
+  if rule.name_re then
+    if reads then reads.no = true end
+    local found
+    for k, v in pairs(lighty.r.req_header) do
+      if rx(rule.name_re, k) then found = v end
+    end
+    return found or ""
+  end
+  -- (what is neither is the empty string, which "^$" matches)
+  return cx:header(rule.attribute) or plans.env_get(cx.env, rule.attribute) or ""
+end
+
+local function apply_setenvif(rule, cx, uri)
+  local caps
+  if rule.expr ~= nil then
+    -- SetEnvIfExpr: the expression decides (false: the translation could not read it;
+    -- nil: it cannot decide this request): either fails closed. The headers it reads go
+    -- to Vary whatever it decides, as ap_expr adds them.
+    if rule.expr == false then refuse("a SetEnvIfExpr it cannot evaluate") end
+    local outer = cx.vary_cond
+    cx.vary_cond, cx.vary_absent = {}, true
+    local v = rule.expr(cx)
+    if #cx.vary_cond > 0 then cx:add_vary(cx.vary_cond) end
+    cx.vary_cond, cx.vary_absent = outer, nil
+    if v == nil then refuse("a SetEnvIfExpr it cannot decide") end
+    if not v then return end
+    caps = {}
+  else
+    if not rule.re then return end
+    local value = setenvif_value(rule, cx, uri)
+    if value == nil then return end
+    caps = rx(rule.re, value)
+    if not caps then return end
+  end
   for _, a in ipairs(rule.assignments) do
     if starts(a, "!") then
-      cx.env[sub(a, 2)] = nil
+      plans.env_set(cx.env, sub(a, 2), nil)
     else
       local eq = find(a, "=", 1, true)
       local n, v = a, "1"
       if eq then n, v = sub(a, 1, eq - 1), sub(a, eq + 1) end
       v = v:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end)
-      cx.env[n] = v
+      plans.env_set(cx.env, n, v)
     end
   end
 end
@@ -1494,7 +1542,7 @@ function Ctx:run()
   if not uri then return done(err) end
   self.asked = self:docroot() .. uri
   for _, s in ipairs({ self.site.server, self.v.scope }) do
-    for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, uri) end
+    for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, rawpath) end
   end
   local args = query
   local error_round
@@ -1685,8 +1733,10 @@ function M.physical(l, site, n)
   -- lighten's own marker (lighttpd.conf's auth blocks set it), not for the backend.
   if cx.auth_file then headers["X-Lighten-Auth-File"] = "" end
   if site.trace then cx.trace = {} end
+  -- (the protocol is part of the key: THE_REQUEST and SERVER_PROTOCOL read it)
   local key = not cx.trace and #cx.target <= plans.TARGET and table.concat({
     cx.https and "s" or "-", cx.method, cx.target, cx.remote, cx.server_addr, cx.user or "", cx.auth_file or "",
+    attr["request.protocol"] or "",
   }, "\0") or nil
   local p = key and plans.find(cx.v, key, headers, fact_of)
   local ok, o
@@ -1880,6 +1930,12 @@ function X.atoi(s)
   local n = s:match("^%s*([+-]?%d+)")
   return n and math.tointeger(tonumber(n)) or 0
 end
+
+-- `-R` and `-ipmatch`: the address in the network (written as the translation reads it).
+function X.ipmatch(ip, net) return ip_matches(net, ip) end
+
+-- `%{reqenv:NAME}`, `env('NAME')`: the name in any case, as Apache's table finds it.
+function X.env(cx, name) return plans.env_get(cx.env, name) end
 
 function X.is_in(w, list)
   for _, x in ipairs(list) do if x == w then return true end end

@@ -286,6 +286,22 @@ function M.header(cx, name)
 end
 
 -- The same without Vary ([NV]).
+-- What a SetEnvIf rule tests for a plain name: the header, else an earlier variable of
+-- that name, else the empty string (mod_setenvif's match_headers).
+function M.header_or_env(cx, name)
+  local v = cx.headers[name]
+  if v == nil and cx.env then v = plans.env_get(cx.env, name) end
+  return v or ""
+end
+
+-- The request's URL-path as sent (percent-encoded, not normalised): what mod_setenvif
+-- reads as Request_URI in the server's and the host's own rules (post_read_request).
+function M.raw_path(cx)
+  local t = cx.target
+  local q = find(t, "?", 1, true)
+  return q and sub(t, 1, q - 1) or t
+end
+
 function M.header_nv(cx, name)
   local v = cx.headers[name]
   if v == nil then return "" end
@@ -343,13 +359,19 @@ function M.server_addr(cx) return attr_once(cx, "server_addr", "request.server-a
 
 -- The variables the compiler does not inline (%{NAME}).
 function M.var(cx, name)
-  if name == "THE_REQUEST" then return cx.orig_method .. " " .. cx.target .. " HTTP/1.1" end
+  if name == "THE_REQUEST" then return cx.orig_method .. " " .. cx.target .. " " .. plans.protocol(lighty) end
   if name == "REQUEST_SCHEME" then return cx.https and "https" or "http" end
   if name == "SERVER_PORT" then return tostring(server_port(cx)) end
   if name == "SERVER_ADDR" then return M.server_addr(cx) end
   if name == "REMOTE_ADDR" or name == "REMOTE_HOST" then return M.remote(cx) end
   if name == "PATH_INFO" then return cx.path_info or "" end
-  if name == "SERVER_PROTOCOL" then return "HTTP/1.1" end
+  if name == "SERVER_PROTOCOL" then return plans.protocol(lighty) end
+  if name == "REMOTE_PORT" then
+    uncacheable()
+    return tostring(lighty.r.req_attr["request.remote-port"] or "")
+  end
+  if name == "CONN_REMOTE_ADDR" then return M.remote(cx) end
+  if name == "SERVER_ADMIN" then return cx.site.server_admin or "" end
   if name == "SERVER_SOFTWARE" then return "Apache" end
   if name == "IS_SUBREQ" then return "false" end
   if name == "API_VERSION" then return "20120211:139" end
@@ -361,9 +383,14 @@ function M.var(cx, name)
     uncacheable()
     return os.date(t)
   end
-  local env = cx.env
-  return env and plans.env_get(env, name) or ""
+  -- (any other name is empty to mod_rewrite: only %{ENV:name} reads the environment)
+  return ""
 end
+
+M.env_get = plans.env_get
+
+-- The protocol of the request line as sent (part of the decision cache's key).
+function M.protocol() return plans.protocol(lighty) end
 
 function M.set_env(cx, name, value)
   local env = cx.env
@@ -371,7 +398,7 @@ function M.set_env(cx, name, value)
     env = {}
     cx.env = env
   end
-  env[name] = value
+  plans.env_set(env, name, value)
 end
 
 -- Byte-wise three-way compare (strcmp on unsigned bytes; Lua's `<` follows the locale).
@@ -1448,7 +1475,11 @@ end
 -- `run`, or what it answered last time for the same reads; the outcome is `cx`, kept
 -- read-only.
 local function decide(site, r, method, target, https)
-  local key = #target <= plans.TARGET and ((https and "s " or "- ") .. method .. " " .. target) or nil
+  -- (the protocol is part of the key: THE_REQUEST and SERVER_PROTOCOL read it)
+  local proto = r.req_attr["request.protocol"]
+  local key = #target <= plans.TARGET
+    and ((https and "s" or "-") .. (proto == "HTTP/1.1" and " " or (tostring(proto) .. " ")) .. method .. " " .. target)
+    or nil
   local headers = r.req_header
   -- The user lighttpd's mod_auth authenticated, and against which password file
   -- (lighttpd.conf's auth blocks set X-Lighten-Auth-File; it is not for the backend).

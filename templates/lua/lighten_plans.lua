@@ -350,6 +350,21 @@ function M.env_get(env, name)
   return nil
 end
 
+-- Sets (or with nil, unsets) an environment variable as Apache's tables do: the name in
+-- any case is the same variable.
+function M.env_set(env, name, value)
+  local l = string.lower(name)
+  for k in pairs(env) do
+    if k ~= name and string.lower(k) == l then env[k] = nil end
+  end
+  env[name] = value
+end
+
+-- The protocol of the request line as sent (HTTP/1.0, HTTP/1.1; HTTP/2.0 for h2).
+function M.protocol(lc)
+  return lc.r.req_attr["request.protocol"] or "HTTP/1.1"
+end
+
 -- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
 local APACHE_METHODS = {}
 for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "

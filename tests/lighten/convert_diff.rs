@@ -68,6 +68,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "GET /ws/page.txt | Authorization: Basic dHJhaWw6dHJhaWw=",
         HTPASSWD_BLANKS,
     ),
+    ("requirenone-of-an-unread-group", "GET /n1/page.txt | Authorization: Basic YWxpY2U6c2VjcmV0", GROUP),
+    ("requirenone-of-an-unread-group", "GET /n2/page.txt | Authorization: Basic YWxpY2U6c2VjcmV0", GROUP),
     ("7g", "TRACE /", TRACE),
     ("7g", "TRACK /", UNKNOWN_METHOD),
     ("7g", "DEBUG /", UNKNOWN_METHOD),
@@ -80,6 +82,9 @@ const INDEX_REALM: &str = "a <Files> realm on a DirectoryIndex name: Apache asks
      auth-ask)";
 const HTPASSWD_BLANKS: &str = "a password file line with a blank at either end: Apache trims it, lighttpd's \
      mod_authn_file does not, so that user gets 401 (reported: auth-ask)";
+
+const GROUP: &str = "Require group (an AuthGroupFile lighten does not read): no user passes it, so a user \
+     outside the group gets 401 where Apache lets them in (reported: require-provider)";
 
 const UNKNOWN_METHOD: &str = "lighttpd rejects a method it does not know (501) before any configuration runs; \
      Apache reaches 7G's REQUEST_METHOD rule and answers 403: both refuse";

@@ -48,8 +48,12 @@ const KNOWN: &[(&str, &str, &str)] = &[
         HOST_PATH,
     ),
     ("host-rules-as-apr-reads-them", "GET /dns/page.txt", DNS),
+    ("environment-as-apache-tables-keep-it", "GET /port/page.txt", PORT),
+    ("environment-as-apache-tables-keep-it", "GET /rb/page.txt", PORT),
 ];
 
+const PORT: &str = "%{REMOTE_PORT}: the client's port is the test client's, which the evaluator does not know \
+     (Unknown)";
 const DNS: &str = "Deny from a host name: Apache asks DNS (127.0.0.1 is localhost: 403); the evaluator does \
      not, and says the answer is decided by DNS (Unknown)";
 const LIMIT_EXTENSIONS: &str = "Apache hands the script to PHP (mod_mime: .php among the extensions), where the \

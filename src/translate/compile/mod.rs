@@ -446,7 +446,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     for top in std::iter::once(&model.server).chain(vscope) {
         early.extend(top.settings.env.iter().filter(|r| merge::is_setenvif(r)));
     }
-    let early = if early.is_empty() { None } else { Some(w.setenvif(&early)?) };
+    let early = if early.is_empty() { None } else { Some(w.setenvif(&early, true)?) };
     // The ErrorDocuments of the server and the virtual host: those of an error answered
     // before the directory walk.
     let mut top_docs: BTreeMap<u16, &crate::model::dir::ErrorDocument> = BTreeMap::new();
@@ -536,6 +536,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let mut t = lua::Value::table();
     t.set("name", name.unwrap_or_else(|| "localhost".into()));
     t.set("canonical", canonical);
+    t.set("server_admin", crate::eval::server_admin(model, i));
     t.set("docroot", lua::Value::Raw("DOCROOT".into()));
     t.set("dirconf", lua::Value::Raw("dirconf".into()));
     t.set("early_env", early.map(lua::Value::Raw));
@@ -1059,7 +1060,7 @@ impl<'s, 'a> Writer<'s, 'a> {
             t.set("etag_none", true);
         }
         if !m.env.is_empty() {
-            let name = self.setenvif(&m.env)?;
+            let name = self.setenvif(&m.env, false)?;
             t.set("env", lua::Value::Raw(name));
         }
         if !m.setenv.is_empty() {
@@ -1173,17 +1174,23 @@ impl<'s, 'a> Writer<'s, 'a> {
     }
 
     /// The function that runs SetEnvIf rules for a request (mod_setenvif).
-    fn setenvif(&mut self, list: &[&crate::model::env::EnvRule]) -> Result<String, String> {
+    /// `server`: the rules of the server and the virtual host themselves, which mod_setenvif
+    /// runs before the URL is decoded (Request_URI is the path as sent).
+    fn setenvif(&mut self, list: &[&crate::model::env::EnvRule], server: bool) -> Result<String, String> {
         let mut body = String::new();
         for r in list {
             let (Some(attr), Some(test)) = (&r.attribute, &r.test) else { continue };
+            if crate::model::env::is_header_regex(attr) {
+                return Err(format!("SetEnvIf on header names matching {attr:?}"));
+            }
             let value = match attr.to_ascii_lowercase().as_str() {
+                "request_uri" if server => "core.raw_path(cx)".to_string(),
                 "request_uri" => "cx.uri".to_string(),
                 "request_method" => "cx.method".to_string(),
-                "remote_addr" => "core.remote(cx)".to_string(),
+                "remote_addr" | "remote_host" => "core.remote(cx)".to_string(),
                 "server_addr" => "core.server_addr(cx)".to_string(),
-                "request_protocol" => "\"HTTP/1.1\"".to_string(),
-                _ => format!("header_nv(cx, {})", lua::string(attr)),
+                "request_protocol" => "core.protocol()".to_string(),
+                _ => format!("core.header_or_env(cx, {})", lua::string(attr)),
             };
             let _ = writeln!(
                 body,

@@ -268,7 +268,8 @@ fn var(name: &str, reads: Reads) -> String {
         "SERVER_NAME" => "core.server_name(cx)".into(),
         "DOCUMENT_ROOT" | "CONTEXT_DOCUMENT_ROOT" => "DOCROOT".into(),
         _ => match name.strip_prefix("ENV:") {
-            Some(n) => format!("(cx.env and cx.env[{}] or \"\")", lua::string(n)),
+            // (Apache's environment table finds a name in any case)
+            Some(n) => format!("(cx.env and core.env_get(cx.env, {}) or \"\")", lua::string(n)),
             None => format!("var(cx, {})", lua::string(name)),
         },
     }
