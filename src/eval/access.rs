@@ -51,8 +51,8 @@ pub fn expr_texts(dc: &DirConfig) -> Vec<String> {
 
 /// The status access control answers with, or `None` to go on.
 pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
-    let legacy = dc.legacy.map(|l| legacy_allows(l, c));
-    let satisfy_any = dc.legacy.and_then(|l| l.satisfy.as_ref()).is_some_and(|s| s.value == Satisfy::Any);
+    let legacy = dc.legacy.as_ref().map(|l| legacy_allows(l, c));
+    let satisfy_any = dc.legacy.as_ref().and_then(|l| l.satisfy).is_some_and(|s| s.value == Satisfy::Any);
     let authz = if dc.authz_set {
         // With AuthMerging And every level in force must grant: as <RequireAll>.
         let mut d = eval_any(&dc.authz, c);
@@ -92,12 +92,12 @@ pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
     }
 }
 
-fn legacy_allows(l: &crate::model::access::AccessConfig, c: &Client) -> bool {
-    let matches = |rules: &[crate::model::access::HostRule]| {
+fn legacy_allows(l: &super::dirconf::Legacy, c: &Client) -> bool {
+    let matches = |rules: &[&crate::model::access::HostRule]| {
         rules.iter().any(|r| r.from.iter().any(|h| host_matches(h, c)))
     };
     let (allow, deny) = (matches(&l.allow), matches(&l.deny));
-    match l.order.as_ref().map(|o| o.value).unwrap_or(Order::DenyAllow) {
+    match l.order.map(|o| o.value).unwrap_or(Order::DenyAllow) {
         Order::DenyAllow => !deny || allow,
         Order::AllowDeny | Order::MutualFailure => allow && !deny,
     }
@@ -121,7 +121,7 @@ fn host_matches(h: &str, c: &Client) -> bool {
 }
 
 /// Whether `l`'s Allow or Deny lines name a host (double-reverse DNS in Apache).
-pub fn names_host(l: &crate::model::access::AccessConfig) -> bool {
+pub fn names_host(l: &super::dirconf::Legacy) -> bool {
     l.allow.iter().chain(&l.deny).flat_map(|r| &r.from).any(|h| {
         let lower = h.to_ascii_lowercase();
         lower != "all"
@@ -248,13 +248,8 @@ fn yes(b: bool) -> Decision {
 /// the Order/Deny lines for the legacy check.
 pub fn deciding_span(dc: &DirConfig, why: &str) -> Option<crate::source::Span> {
     if why.contains("Order/Allow/Deny") {
-        let l = dc.legacy?;
-        return l
-            .deny
-            .first()
-            .map(|d| d.at)
-            .or(l.order.as_ref().map(|o| o.span))
-            .or(l.allow.first().map(|a| a.at));
+        let l = dc.legacy.as_ref()?;
+        return l.deny.first().map(|d| d.at).or(l.order.map(|o| o.span)).or(l.allow.first().map(|a| a.at));
     }
     if !dc.authz_set {
         return None;

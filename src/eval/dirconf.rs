@@ -14,6 +14,34 @@ use crate::model::rewrite::RewriteRule;
 use crate::model::{Htaccess, HtaccessStatus, Matcher, Model, Scope, ScopeKind, describe_scope};
 use std::collections::BTreeMap;
 
+/// The Order, Allow and Deny of one section that count for a method (see `legacy`).
+#[derive(Clone, Debug)]
+pub struct Legacy<'m> {
+    pub order: Option<&'m crate::model::Spanned<crate::model::access::Order>>,
+    pub allow: Vec<&'m crate::model::access::HostRule>,
+    pub deny: Vec<&'m crate::model::access::HostRule>,
+    pub satisfy: Option<&'m crate::model::Spanned<crate::model::access::Satisfy>>,
+}
+
+/// Whether a section sets any of mod_access_compat's Order, Allow, Deny and Satisfy.
+fn uses_legacy(a: &AccessConfig) -> bool {
+    a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some()
+}
+
+/// The one of two lines written last (a section's own, or its <Limit>'s).
+fn later<'m, T>(
+    a: Option<&'m crate::model::Spanned<T>>,
+    b: Option<&'m crate::model::Spanned<T>>,
+) -> Option<&'m crate::model::Spanned<T>> {
+    match (a, b) {
+        (Some(x), Some(y)) => {
+            Some(if (x.span.file, x.span.start) < (y.span.file, y.span.start) { y } else { x })
+        }
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 /// Apache's `Options` as bits.
 pub mod opt {
     pub const INDEXES: u8 = 1;
@@ -60,7 +88,11 @@ pub struct DirConfig<'m> {
     pub authz_set: bool,
     /// Require lists of enclosing sections that must grant too (`AuthMerging And`).
     pub authz_and: Vec<Vec<&'m Authz>>,
-    pub legacy: Option<&'m AccessConfig>,
+    /// mod_access_compat's Order, Allow, Deny and Satisfy in force for this method: a
+    /// section that uses any of them replaces what it inherits (the module has no merge;
+    /// measured: a folder's `Deny from all` under a parent's `Satisfy any` answers 403),
+    /// and its `<Limit>` lines count for their methods within that section.
+    pub legacy: Option<Legacy<'m>>,
     pub auth_type: Option<&'m str>,
     pub auth_name: Option<&'m str>,
     /// The password file (`AuthUserFile`), with where it is set.
@@ -378,8 +410,36 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
         dc.authz = a.require.iter().collect();
         dc.authz_set = true;
     }
-    if a.order.is_some() || !a.allow.is_empty() || !a.deny.is_empty() || a.satisfy.is_some() {
-        dc.legacy = Some(a);
+    // (a <Limit>'s lines belong to its section: taken there, below)
+    let limit = matches!(s.kind, ScopeKind::Limit | ScopeKind::LimitExcept);
+    if !limit {
+        let limits: Vec<(&'m Scope, bool)> = s
+            .children
+            .iter()
+            .filter(|c| c.enabled)
+            .filter_map(|c| match (&c.kind, &c.matcher) {
+                (ScopeKind::Limit, Some(Matcher::Methods(ms))) => Some((c, method_in(ms, t.method))),
+                (ScopeKind::LimitExcept, Some(Matcher::Methods(ms))) => Some((c, !method_in(ms, t.method))),
+                _ => None,
+            })
+            .collect();
+        if uses_legacy(a) || limits.iter().any(|(c, _)| uses_legacy(c.settings.access())) {
+            let mut l = Legacy {
+                order: a.order.as_ref(),
+                allow: a.allow.iter().collect(),
+                deny: a.deny.iter().collect(),
+                satisfy: a.satisfy.as_ref(),
+            };
+            for (c, _) in limits.iter().filter(|(_, applies)| *applies) {
+                let la = c.settings.access();
+                // (the Order and Satisfy written last, inside or outside the <Limit>, decide)
+                l.order = later(l.order, la.order.as_ref());
+                l.satisfy = later(l.satisfy, la.satisfy.as_ref());
+                l.allow.extend(&la.allow);
+                l.deny.extend(&la.deny);
+            }
+            dc.legacy = Some(l);
+        }
     }
     merge_auth(dc, a);
     merge_options(&mut dc.options, st);

@@ -980,7 +980,7 @@ impl<'m> Engine<'m> {
             exprs: &exprs,
         };
         // Allow/Deny by host name: Apache asks DNS (double-reverse), which this does not.
-        if dc.legacy.is_some_and(access::names_host) {
+        if dc.legacy.as_ref().is_some_and(access::names_host) {
             self.unknown.get_or_insert_with(|| "Allow or Deny by host name: decided by DNS".into());
         }
         let (denied, why) = access::check(dc, &client);

@@ -573,6 +573,10 @@ impl Site<'_> {
                     Order::MutualFailure => "mutual-failure",
                 }),
             );
+            // (where they are written: of a section's Order or Satisfy and its <Limit>'s, the
+            // later decides)
+            l.set("order_at", a.order.as_ref().map(|o| Value::Raw(o.span.start.to_string())));
+            l.set("satisfy_at", a.satisfy.as_ref().map(|o| Value::Raw(o.span.start.to_string())));
             // Addresses and networks as APR reads them (lighten.lua's ip_matches takes the
             // canonical form); a host name needs DNS, so it never lets anybody in: an
             // Allow by name matches nobody, a Deny by name everybody (stricter, reported).

@@ -594,6 +594,42 @@ local function method_in(methods, m)
   return false
 end
 
+-- mod_access_compat's Order, Allow, Deny and Satisfy of section `s` that count for the
+-- request's method, or nil when the section sets none: one configuration per section (it
+-- replaces what the section inherits: the module has no merge), its <Limit> lines tagged
+-- by their methods, the Order and Satisfy written last deciding.
+local function uses_legacy(l)
+  return l ~= nil and (l.order ~= nil or l.satisfy ~= nil or #(l.allow or {}) > 0 or #(l.deny or {}) > 0)
+end
+
+local function section_legacy(s, t)
+  local own = s.settings.access and s.settings.access.legacy
+  local uses = uses_legacy(own)
+  local parts = {}
+  for _, c in ipairs(s.children or {}) do
+    if c.kind == "limit" or c.kind == "limit-except" then
+      local cl = c.settings.access and c.settings.access.legacy
+      if uses_legacy(cl) then
+        uses = true
+        if (c.kind == "limit") == method_in(c.methods, t.method) then parts[#parts + 1] = cl end
+      end
+    end
+  end
+  if not uses then return nil end
+  local l = { allow = {}, deny = {} }
+  for _, p in ipairs({ own or {}, table.unpack(parts) }) do
+    for _, r in ipairs(p.allow or {}) do l.allow[#l.allow + 1] = r end
+    for _, r in ipairs(p.deny or {}) do l.deny[#l.deny + 1] = r end
+    if p.order and (l.order_at == nil or (p.order_at or 0) > l.order_at) then
+      l.order, l.order_at = p.order, p.order_at or 0
+    end
+    if p.satisfy and (l.satisfy_at == nil or (p.satisfy_at or 0) > l.satisfy_at) then
+      l.satisfy, l.satisfy_at = p.satisfy, p.satisfy_at or 0
+    end
+  end
+  return l
+end
+
 local function apply(dc, s, dir, t)
   local st = s.settings
   local server_level = s.kind == "server" or s.kind == "virtual-host"
@@ -642,7 +678,7 @@ local function apply(dc, s, dir, t)
       end
       dc.authz = a.require
     end
-    if a.legacy then dc.legacy = a.legacy end
+    -- (Order, Allow, Deny and Satisfy: `section_legacy`, after the <Limit>s are known)
     if a.auth_type then dc.auth_type = a.auth_type end
     if a.auth_name then dc.auth_name = a.auth_name end
     if a.auth_user_file then dc.auth_user_file = a.auth_user_file end
@@ -708,6 +744,10 @@ local function apply(dc, s, dir, t)
     if st.expires.default then merged.default = st.expires.default end
     for _, bt in ipairs(st.expires.by_type or {}) do merged.by_type[bt.type] = bt.value end
     dc.expires = merged
+  end
+  if s.kind ~= "limit" and s.kind ~= "limit-except" then
+    local l = section_legacy(s, t)
+    if l then dc.legacy = l end
   end
   for _, c in ipairs(s.children or {}) do
     -- <Limit>'s access rules count for its methods; its AuthType, AuthName and
