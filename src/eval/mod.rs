@@ -78,6 +78,9 @@ struct Engine<'m> {
     last_dc: Option<BTreeMap<u16, crate::model::dir::ErrorAction>>,
     /// In mod_dir's DirectoryIndex sub-request.
     subreq: bool,
+    /// In a DirectoryIndex sub-request that merges the folder's own configuration: Apache
+    /// does not check access there again.
+    skip_access: bool,
     /// The URL an internal redirect leaves, when it is not the round's (a DirectoryIndex
     /// sub-request's rewrite redirects from the index file's URL).
     redirect_url: Option<String>,
@@ -125,6 +128,7 @@ impl<'m> Engine<'m> {
             forced_type: None,
             last_dc: None,
             subreq: false,
+            skip_access: false,
             redirect_url: None,
             script_alias: false,
         }
@@ -836,6 +840,26 @@ impl<'m> Engine<'m> {
         self.handle(&dc, &fname, path_info, kind)
     }
 
+    /// Whether a DirectoryIndex name's sub-request merges the folder's own configuration:
+    /// the same sections (directories, .htaccess files, `<Files>`, `<Location>`, `<If>`
+    /// branches) apply to the index file as to the folder.  Apache's walks then hand the
+    /// sub-request the main request's merged configuration, and its access check is
+    /// skipped (ap_process_request_internal: `r->main->per_dir_config ==
+    /// r->per_dir_config`); otherwise it runs again, as GET.
+    fn same_config_as_folder(&mut self, folder: &str, dir_uri: &str, file: &str, cand_uri: &str) -> bool {
+        fn applied(trace: &[Step]) -> Vec<Option<crate::source::Span>> {
+            trace
+                .iter()
+                .filter(|s| s.text.starts_with("applies ") || s.text.ends_with(" applies"))
+                .map(|s| s.at)
+                .collect()
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let folder_dc = self.dir_config(folder, true, dir_uri, &mut a);
+        let file_dc = self.dir_config(file, false, cand_uri, &mut b);
+        folder_dc.unknown.is_none() && file_dc.unknown.is_none() && applied(&a) == applied(&b)
+    }
+
     /// mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a
     /// whole round up to the handler (server and per-directory rules without their [NS]
     /// and [R] ones, access control).  The first that comes out 200 on a regular file is
@@ -864,9 +888,14 @@ impl<'m> Engine<'m> {
             // (ap_sub_req_lookup_uri: the sub-request is a GET, whatever the request's
             // method; the main request's handler then runs with its own)
             let method = std::mem::replace(&mut self.method, "GET".into());
+            // Apache skips access control in a sub-request whose merged configuration is the
+            // main request's (which has passed it with its own method).
+            self.skip_access =
+                !name.starts_with('/') && self.same_config_as_folder(fname, &dir_uri, &cand_file, &cand_uri);
             self.subreq = true;
             let end = self.round(&cand_uri, args.clone());
             self.subreq = false;
+            self.skip_access = false;
             self.method = method;
             let regular = fs::stat(self.fs, &cand_file).kind == fs::Kind::File;
             match end {
@@ -960,6 +989,10 @@ impl<'m> Engine<'m> {
         for rule in self.perdir_setenvif(dc) {
             let uri = self.uri.clone();
             self.apply_setenvif(rule, &uri);
+        }
+        if self.skip_access {
+            self.note(None, "access: the DirectoryIndex sub-request merges the folder's own configuration (not checked again)");
+            return None;
         }
         let mut exprs = BTreeMap::new();
         for text in access::expr_texts(dc) {

@@ -77,10 +77,22 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// A free TCP port on loopback (bound and released; a race with other programs is
-/// possible but harmless: the server then fails to start and says so).
+/// possible but harmless: the server then fails to start and says so). Never the same
+/// port twice in one process: the kernel may hand a just-released port out again, and
+/// two listeners of one sandbox on one port stop Apache ("Cannot define multiple
+/// Listeners on the same IP:port", seen in CI).
 pub fn free_port() -> io::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..64 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = l.local_addr()?.port();
+        if !given.contains(&port) {
+            given.push(port);
+            return Ok(port);
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AddrInUse, "no loopback port left that this process has not used"))
 }
 
 /// Waits until something accepts connections on `port`, or `timeout` passes.

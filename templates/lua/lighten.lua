@@ -948,13 +948,20 @@ function Ctx:merge_dir_config(filename, is_dir, uri)
       if c.kind == "files" or c.kind == "files-match" then files[#files + 1] = c end
     end
   end
+  -- (the <Files> and <Location> sections that apply, in order: what tells a DirectoryIndex
+  -- sub-request's configuration from its folder's, `same_sections`)
+  dc.sections = {}
   for _, f in ipairs(files) do
-    if files_match(f, base) then apply(dc, f, deepest .. "/", t) end
+    if files_match(f, base) then
+      apply(dc, f, deepest .. "/", t)
+      dc.sections[#dc.sections + 1] = f
+    end
   end
   for _, top in ipairs({ site.server, v.scope }) do
     for _, l in ipairs(top.children or {}) do
       if (l.kind == "location" or l.kind == "location-match") and location_match(l, uri) then
         apply(dc, l, deepest .. "/", t)
+        dc.sections[#dc.sections + 1] = l
       end
     end
   end
@@ -1336,6 +1343,9 @@ function Ctx:folder_refused(dc)
   -- AuthName, the file provider, no digest algorithm. Another realm's login, or one
   -- Apache checks elsewhere, never satisfies its Require.
   if self.user and not (basic_file(dc) and self.auth_file == dc.auth_user_file) then self.user = nil end
+  -- (a DirectoryIndex sub-request that merges the folder's own configuration: Apache does
+  -- not check access there again)
+  if self.skip_access then return nil end
   local denied, wants_user = self:access(dc)
   if denied then
     if wants_user then return done(401, { type = "error", realm = dc.auth_name }) end
@@ -1369,11 +1379,19 @@ function Ctx:directory_index(names, fname)
     end
     local saved = { self.uri, self.filename, self.path_info, copy(self.env), copy(self.vary),
       self.forced_type, self.user, self.error_docs }
-    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri)
+    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
+    -- one that merges the folder's own configuration is not checked for access again)
     local method = self.method
-    self.subreq, self.method = true, "GET"
+    local same = false
+    if not starts(name, "/") then
+      local a = self:dir_config(fname, true, dir_uri).sections or {}
+      local b = self:dir_config(cand_file, false, cand_uri).sections or {}
+      same = #a == #b
+      for k = 1, #a do if a[k] ~= b[k] then same = false end end
+    end
+    self.subreq, self.method, self.skip_access = true, "GET", same
     local o = self:round(cand_uri, args)
-    self.subreq, self.method = nil, method
+    self.subreq, self.method, self.skip_access = nil, method, nil
     local t = o.served and o.served.type
     if o.status == 200 and t == "php" then return o end
     if o.status == 200 and t == "file" then

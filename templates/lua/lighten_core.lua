@@ -840,6 +840,9 @@ local function folder_refused(cx, dc)
   cx.errdocs = dc.errdocs
   if dc.broken then return 500 end
   if dc.env then dc.env(cx) end
+  -- (a DirectoryIndex sub-request that merges the folder's own configuration: Apache does
+  -- not check access there again)
+  if cx.skip_access then return nil end
   -- SSLRequireSSL: mod_ssl's access check comes first.
   if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
@@ -964,11 +967,15 @@ local function directory_index(cx, names, fname)
       cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
     end
     local saved = snapshot(cx)
-    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri)
+    -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
+    -- one whose record is the folder's own merges its configuration, and Apache does not
+    -- check access there again)
     local method = cx.method
-    cx.subreq, cx.method = true, "GET"
+    local same = byte(name, 1) ~= 47 and dirconf(site, trim_end_slashes(fname), "", dir_uri)
+      == dirconf(site, trim_end_slashes(fname), name, cand_uri)
+    cx.subreq, cx.method, cx.skip_access = true, "GET", same
     local status, next_uri, next_args = round(cx, cand_uri, args)
-    cx.subreq, cx.method = nil, method
+    cx.subreq, cx.method, cx.skip_access = nil, method, nil
     if status == 200 and cx.served == "php" then return 200 end
     if status == 200 and cx.served == "file" then
       -- the main request's handler, with its own method

@@ -25,6 +25,13 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    ("directoryindex-subrequest-skips-access", "POST /fx/", INDEX_RECHECK),
+    ("directoryindex-subrequest-skips-access", "OPTIONS /fx/", INDEX_RECHECK),
+    (
+        "directoryindex-subrequest-skips-access",
+        "POST /fx/ | Authorization: Basic YWxpY2U6c2VjcmV0",
+        INDEX_RECHECK,
+    ),
     ("alias-redirect-compiled", "GET http://cgi.test/cgi-bin/hello.cgi", CGI),
     ("alias-redirect-compiled", "GET http://cgi-i.test/cgi-bin/hello.cgi", CGI),
     ("kirby", "GET /media/pages/photography/trees/abc123-1700000000/notes.unknownext", OCTET),
@@ -93,6 +100,11 @@ const OCTET: &str = "no type is configured for the extension: Apache sends no Co
 
 const LISTING_HIDDEN: &str = "the folder holds an entry mod_autoindex leaves out of its listing (its configuration \
      refuses it); lighttpd's listing would show the name, so the translation refuses the listing (403)";
+
+const INDEX_RECHECK: &str = "a <Files> section takes the DirectoryIndex name, so Apache checks the index's access \
+     again as GET for a POST or OPTIONS to the folder and asks for the <Limit GET> realm's password; lighttpd's \
+     realm block asks only on GET, and the Lua refuses the unauthenticated sub-request (401 without a prompt, \
+     stricter: the realm's users are locked out of POST to the folder URL)";
 
 const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
      adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";
