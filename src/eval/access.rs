@@ -21,6 +21,10 @@ pub enum Decision {
     Granted,
     Denied,
     NeedsUser,
+    /// Decides nothing (authz_core's AUTHZ_NEUTRAL): a negated line that does not refuse
+    /// (`Require not user bob` without a user, or for alice), a section of only such
+    /// lines. Left out by the section around it; refused (403) at the top.
+    Neutral,
 }
 
 pub struct Client<'a> {
@@ -55,15 +59,9 @@ pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
     let satisfy_any = dc.legacy.as_ref().and_then(|l| l.satisfy).is_some_and(|s| s.value == Satisfy::Any);
     let authz = if dc.authz_set {
         // With AuthMerging And every level in force must grant: as <RequireAll>.
-        let mut d = eval_any(&dc.authz, c);
-        for prev in &dc.authz_and {
-            d = match (d, eval_any(prev, c)) {
-                (Decision::Denied, _) | (_, Decision::Denied) => Decision::Denied,
-                (Decision::NeedsUser, _) | (_, Decision::NeedsUser) => Decision::NeedsUser,
-                _ => Decision::Granted,
-            };
-        }
-        d
+        let levels =
+            std::iter::once(eval_any(&dc.authz, c)).chain(dc.authz_and.iter().map(|p| eval_any(p, c)));
+        fold(Combine::All, levels)
     } else {
         Decision::Granted
     };
@@ -84,6 +82,9 @@ pub fn check(dc: &DirConfig, c: &Client) -> (Option<u16>, String) {
                 (None, if dc.authz_set { "granted by Require".into() } else { "no access rules".into() })
             }
             Decision::Denied => (Some(403), "denied by Require".into()),
+            Decision::Neutral => {
+                (Some(403), "Require decides nothing (only negated lines that refuse no one): 403".into())
+            }
             Decision::NeedsUser if c.has_credentials => {
                 (Some(401), "credentials are not checked by the evaluator".into())
             }
@@ -162,35 +163,48 @@ fn eval_any(list: &[&Authz], c: &Client) -> Decision {
 fn combine<'a>(how: Combine, items: impl Iterator<Item = &'a Authz>, c: &Client) -> Decision {
     let results: Vec<Decision> = items.map(|a| eval(a, c)).collect();
     match how {
-        Combine::Any => {
-            if results.contains(&Decision::Granted) {
-                Decision::Granted
-            } else if results.contains(&Decision::NeedsUser) {
-                Decision::NeedsUser
-            } else {
-                Decision::Denied
+        // <RequireNone>: the children as <RequireAny>, negated.
+        Combine::None => negate(fold(Combine::Any, results.into_iter())),
+        _ => fold(how, results.into_iter()),
+    }
+}
+
+/// authz_core's apply_authz_sections() over a section's children (measured on 2.4 in
+/// fixtures/regress/negated-require-is-neutral): a neutral child is left out; in an AND a
+/// refusal decides, and 'a user is needed' replaces a grant; in an OR a grant decides, and
+/// 'a user is needed' replaces a refusal; a section of only neutral children is neutral.
+fn fold(how: Combine, results: impl Iterator<Item = Decision>) -> Decision {
+    let mut acc = Decision::Neutral;
+    for r in results {
+        if r == Decision::Neutral {
+            continue;
+        }
+        if how == Combine::All {
+            if r == Decision::Denied {
+                return Decision::Denied;
+            }
+            if (r == Decision::NeedsUser && acc != Decision::Denied) || acc == Decision::Neutral {
+                acc = r;
+            }
+        } else {
+            if r == Decision::Granted {
+                return Decision::Granted;
+            }
+            if (r == Decision::NeedsUser && acc == Decision::Denied) || acc == Decision::Neutral {
+                acc = r;
             }
         }
-        Combine::All => {
-            if results.contains(&Decision::Denied) {
-                Decision::Denied
-            } else if results.contains(&Decision::NeedsUser) {
-                Decision::NeedsUser
-            } else {
-                Decision::Granted
-            }
-        }
-        // <RequireNone>: the children as <RequireAny>, negated; a user still needed stays
-        // needed (authz_core's negation leaves AUTHZ_DENIED_NO_USER alone).
-        Combine::None => {
-            if results.contains(&Decision::Granted) {
-                Decision::Denied
-            } else if results.contains(&Decision::NeedsUser) {
-                Decision::NeedsUser
-            } else {
-                Decision::Granted
-            }
-        }
+    }
+    acc
+}
+
+/// A negated line or `<RequireNone>`: a grant refuses; a refusal, or a user still needed,
+/// decides nothing ("we can not grant access simply because authorization was not
+/// rejected").
+fn negate(d: Decision) -> Decision {
+    match d {
+        Decision::Granted => Decision::Denied,
+        Decision::Denied | Decision::NeedsUser | Decision::Neutral => Decision::Neutral,
     }
 }
 
@@ -227,15 +241,7 @@ fn eval(a: &Authz, c: &Client) -> Decision {
                 // Host names need DNS; expressions are not evaluated: neither grants.
                 _ => Decision::Denied,
             };
-            if *negated {
-                match d {
-                    Decision::Granted => Decision::Denied,
-                    Decision::Denied => Decision::Granted,
-                    Decision::NeedsUser => Decision::NeedsUser,
-                }
-            } else {
-                d
-            }
+            if *negated { negate(d) } else { d }
         }
     }
 }

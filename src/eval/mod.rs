@@ -1050,7 +1050,8 @@ impl<'m> Engine<'m> {
             return Some(done(200, Served::Options));
         }
         if !matches!(method.as_str(), "GET" | "HEAD" | "POST") {
-            if !APACHE_METHODS.contains(&method.as_str()) {
+            if !APACHE_METHODS.contains(&method.as_str()) && !self.model.registered_methods.contains(&method)
+            {
                 self.note(None, format!("the default handler does not know the method {method}: 501"));
                 return Some(done(501, Served::Error));
             }

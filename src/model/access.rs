@@ -209,7 +209,7 @@ fn read_require_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Auth
     // mod_authz_host's ip) refuse what they cannot read: at startup, or 500 for an .htaccess.
     for a in &args {
         let why = match provider.as_str() {
-            "method" if !crate::eval::APACHE_METHODS.contains(&a.as_str()) => {
+            "method" if !crate::eval::APACHE_METHODS.contains(&a.as_str()) && !cx.registered.contains(a) => {
                 Some(format!("Invalid Method '{a}'"))
             }
             "ip" => match super::subnet::parse_word(a) {

@@ -58,6 +58,11 @@ pub struct Model {
     pub access_roots: Vec<String>,
     #[serde(skip)]
     pub access_names: Vec<String>,
+    /// Methods beyond Apache's own that the server configuration's `<Limit>` sections
+    /// registered (`<Limit PURGE>`): Apache knows them from then on (a .htaccess may name
+    /// them; the default handler answers them 405, not 501).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub registered_methods: Vec<String>,
 }
 
 /// A PHP backend found in a server's scopes.
@@ -71,7 +76,8 @@ pub struct PhpHandler {
 
 /// Builds the model; returns it with the diagnostics found on the way.
 pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
-    let mut b = Builder { diags: Vec::new(), htaccess: false, vhost_items: Vec::new() };
+    let mut b =
+        Builder { diags: Vec::new(), htaccess: false, registered: Vec::new(), vhost_items: Vec::new() };
     let items = std::mem::take(&mut config.items);
     let mut server = Scope::new(ScopeKind::Server, None, Span::new(crate::source::FileId(0), 0, 0), true);
     b.fill(&mut server, items, true, None);
@@ -113,6 +119,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         coverage,
         access_roots,
         access_names,
+        registered_methods: b.registered.clone(),
     };
     (model, b.diags)
 }
@@ -130,6 +137,9 @@ struct Builder {
     diags: Vec<Diagnostic>,
     /// Reading a .htaccess file (where `<Limit>` cannot register a new method).
     htaccess: bool,
+    /// Methods the server configuration's `<Limit>`/`<LimitExcept>` registered
+    /// (ap_method_register): a .htaccess may name them, and Apache knows them.
+    registered: Vec<String>,
     /// `<VirtualHost>` sections found at the top level, with their enabled flag.
     vhost_items: Vec<(Item, bool)>,
 }
@@ -178,7 +188,11 @@ impl Builder {
                     } else if matches!(lower.as_str(), "requireall" | "requireany" | "requirenone") {
                         item.kind = ItemKind::Section { children, condition, close };
                         if on {
-                            let mut cx = ReadCx { diags: &mut self.diags, options_allowed: options };
+                            let mut cx = ReadCx {
+                                diags: &mut self.diags,
+                                options_allowed: options,
+                                registered: &self.registered,
+                            };
                             if let Some(a) = access::read_container(&item, &mut cx) {
                                 scope.settings.access_mut().require.push(a);
                             }
@@ -205,7 +219,11 @@ impl Builder {
                 }
                 ItemKind::Directive => {
                     if on {
-                        let mut cx = ReadCx { diags: &mut self.diags, options_allowed: options };
+                        let mut cx = ReadCx {
+                            diags: &mut self.diags,
+                            options_allowed: options,
+                            registered: &self.registered,
+                        };
                         settings::read(&item, &mut scope.settings, &mut cx);
                     }
                     use_of(scope, item, on, false);
@@ -242,12 +260,17 @@ impl Builder {
                     for (m, w) in args.iter().zip(&item.args) {
                         let why = if kind == ScopeKind::Limit && *m == "TRACE" {
                             Some("TRACE cannot be controlled by <Limit>, see TraceEnable".to_string())
-                        } else if self.htaccess && !crate::eval::APACHE_METHODS.contains(m) {
+                        } else if crate::eval::APACHE_METHODS.contains(m)
+                            || self.registered.iter().any(|r| r == m)
+                        {
+                            None
+                        } else if self.htaccess {
                             Some(format!(
                                 "Could not register method '{m}' for <{} from .htaccess configuration",
                                 item.name.value
                             ))
                         } else {
+                            self.registered.push(m.to_string());
                             None
                         };
                         if let Some(why) = why {
@@ -454,7 +477,9 @@ impl Builder {
     fn read_all(&mut self, config: &mut Config, jobs: Vec<Job>) -> Vec<Htaccess> {
         let base = config.sources.len() as u32;
         let cfg: &Config = config;
-        let results = crate::par::map(&jobs, |k, job| model_file(cfg, job, FileId(base + k as u32)));
+        let registered = &self.registered;
+        let results =
+            crate::par::map(&jobs, |k, job| model_file(cfg, job, FileId(base + k as u32), registered));
         let mut out = Vec::with_capacity(jobs.len());
         for (job, done) in jobs.into_iter().zip(results) {
             if let Some((display, text)) = done.file {
@@ -488,8 +513,13 @@ struct Done {
 }
 
 /// Reads, expands and models one .htaccess as file `id`.
-fn model_file(config: &Config, job: &Job, id: FileId) -> Done {
-    let mut b = Builder { diags: Vec::new(), htaccess: true, vhost_items: Vec::new() };
+fn model_file(config: &Config, job: &Job, id: FileId, registered: &[String]) -> Done {
+    let mut b = Builder {
+        diags: Vec::new(),
+        htaccess: true,
+        registered: registered.to_vec(),
+        vhost_items: Vec::new(),
+    };
     let mut h = Htaccess {
         path: job.path.clone(),
         dir: job.dir.clone(),

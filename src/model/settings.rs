@@ -109,6 +109,8 @@ pub struct ReadCx<'a> {
     pub diags: &'a mut Vec<Diagnostic>,
     /// In a .htaccess under `AllowOverride Options=...`: the options it may set.
     pub options_allowed: Option<&'a [String]>,
+    /// Methods the server configuration registered (`<Limit PURGE>`), known from then on.
+    pub registered: &'a [String],
 }
 
 fn set<T>(slot: &mut Option<Spanned<T>>, value: T, item: &Item) {

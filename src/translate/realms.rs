@@ -351,7 +351,7 @@ pub fn blocks(
             ));
         }
     }
-    passwords_with_blanks(&blocks, opts, &files_at, findings);
+    passwords_lighttpd_misreads(&blocks, opts, &files_at, findings);
 
     let realm_urls: Vec<String> = places
         .iter()
@@ -864,10 +864,13 @@ fn pattern_prefix(pattern: &str) -> Option<&str> {
     Some(&rest[..end])
 }
 
-/// Password files with a line that begins or ends with a blank: Apache trims each line
-/// (ap_cfg_getline), lighttpd's mod_authn_file does not, so those users get 401 (a user
-/// with a blank at either end is never honoured: lighten_plans.login).
-fn passwords_with_blanks(
+/// Password files with lines lighttpd's mod_authn_file reads otherwise than Apache, whose
+/// users then get 401: a line that begins or ends with a blank (Apache trims each line,
+/// ap_cfg_getline; lighttpd does not, and a user with a blank at either end is never
+/// honoured: lighten_plans.login), and a line with a field after the hash
+/// (`bob:$apr1$...:Bob Smith`: Apache's authn_file takes the hash up to the next colon,
+/// lighttpd the rest of the line). The file is the admin's: reported, not rewritten.
+fn passwords_lighttpd_misreads(
     blocks: &[(usize, Table)],
     opts: &Options,
     files_at: &BTreeMap<String, Span>,
@@ -883,17 +886,27 @@ fn passwords_with_blanks(
         .collect();
     for file in files {
         let Ok(text) = std::fs::read_to_string((opts.map_path)(file)) else { continue };
-        let blank = text.lines().any(|l| {
-            let l = l.trim_end_matches('\r');
-            !l.trim().is_empty() && (l.starts_with([' ', '\t']) || l.ends_with([' ', '\t']))
-        });
-        if let (true, Some(at)) = (blank, files_at.get(file)) {
+        let Some(at) = files_at.get(file) else { continue };
+        let lines = || text.lines().map(|l| l.trim_end_matches('\r')).filter(|l| !l.trim().is_empty());
+        if lines().any(|l| l.starts_with([' ', '\t']) || l.ends_with([' ', '\t'])) {
             findings.push(Finding::approximated(
                 Code::AuthAsk,
                 *at,
                 format!(
                     "{file} has lines that begin or end with a blank, which Apache trims and lighttpd does not: \
                      those users get 401"
+                ),
+            ));
+        }
+        // (a comment line, `#...`, names no user either server finds)
+        if lines().any(|l| !l.trim_start().starts_with('#') && l.matches(':').count() > 1) {
+            findings.push(Finding::approximated(
+                Code::AuthAsk,
+                *at,
+                format!(
+                    "{file} has lines with a field after the password hash (user:hash:comment): Apache reads \
+                     the hash up to that colon, lighttpd to the end of the line, so those users get 401; \
+                     move the comment out of the file"
                 ),
             ));
         }

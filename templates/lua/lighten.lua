@@ -971,22 +971,47 @@ end
 ---------------------------------------------------------------------------------------
 -- access control
 
-local GRANTED, DENIED, NEEDS_USER = 1, 2, 3
+-- UNDECIDED: a provider lighten cannot decide for a known user (Require group: the group
+-- file is not read). It is never a grant: negation keeps it, and it folds as 'a user is
+-- needed' does, so the user is refused (401), never let in.
+local GRANTED, DENIED, NEEDS_USER, NEUTRAL, UNDECIDED = 1, 2, 3, 4, 5
 
-local function authz_eval(a, cx)
+-- authz_core's apply_authz_sections() over a section's results (the evaluator's `fold`):
+-- a neutral one is left out; in an AND a refusal decides and 'a user is needed' replaces
+-- a grant, in an OR a grant decides and 'a user is needed' replaces a refusal; only
+-- neutral ones make the section neutral.
+local function authz_fold(all, results)
+  local acc = NEUTRAL
+  for _, r in ipairs(results) do
+    if r ~= NEUTRAL then
+      local user_needed = r == NEEDS_USER or r == UNDECIDED
+      if all then
+        if r == DENIED then return DENIED end
+        if (user_needed and acc ~= DENIED) or acc == NEUTRAL then acc = r end
+      else
+        if r == GRANTED then return GRANTED end
+        if (user_needed and acc == DENIED) or acc == NEUTRAL then acc = r end
+      end
+    end
+  end
+  return acc
+end
+
+-- A negated line or <RequireNone>: a grant refuses; anything else decides nothing (what
+-- lighten cannot decide stays undecided).
+local function authz_negate(d)
+  if d == GRANTED then return DENIED end
+  if d == UNDECIDED then return UNDECIDED end
+  return NEUTRAL
+end
+
+-- What Require line or section `a` decides for the request, with `user` (nil: none yet).
+local function authz_eval(a, cx, user)
   if a.combine then
     local results = {}
-    for _, ch in ipairs(a.children) do results[#results + 1] = authz_eval(ch, cx) end
-    local has = function(x) for _, r in ipairs(results) do if r == x then return true end end return false end
-    if a.combine == "any" then
-      if has(GRANTED) then return GRANTED elseif has(NEEDS_USER) then return NEEDS_USER else return DENIED end
-    elseif a.combine == "all" then
-      if has(DENIED) then return DENIED elseif has(NEEDS_USER) then return NEEDS_USER else return GRANTED end
-    else
-      -- <RequireNone>: the children as <RequireAny>, negated; a user still needed stays
-      -- needed (authz_core's negation leaves AUTHZ_DENIED_NO_USER alone)
-      if has(GRANTED) then return DENIED elseif has(NEEDS_USER) then return NEEDS_USER else return GRANTED end
-    end
+    for _, ch in ipairs(a.children) do results[#results + 1] = authz_eval(ch, cx, user) end
+    if a.combine == "none" then return authz_negate(authz_fold(false, results)) end
+    return authz_fold(a.combine == "all", results)
   end
   local d
   local p = a.provider
@@ -1005,12 +1030,12 @@ local function authz_eval(a, cx)
     for _, m in ipairs(a.args) do if method_number(m) == method_number(cx.method) then d = GRANTED end end
   elseif p == "valid-user" then
     -- lighttpd's mod_auth checked the password for this URL; the user it found decides.
-    d = cx.user and GRANTED or NEEDS_USER
+    d = user and GRANTED or NEEDS_USER
   elseif p == "user" then
-    d = NEEDS_USER
-    for _, u in ipairs(a.args) do if cx.user == u then d = GRANTED end end
+    d = user and DENIED or NEEDS_USER
+    for _, u in ipairs(a.args) do if user == u then d = GRANTED end end
   elseif p == "group" or p == "file-owner" or p == "file-group" then
-    d = NEEDS_USER
+    d = user and UNDECIDED or NEEDS_USER
   elseif p == "expr" then
     d = a.expr(cx)
     if d == nil then refuse("a Require expr it cannot decide") end
@@ -1018,9 +1043,7 @@ local function authz_eval(a, cx)
   else
     d = DENIED
   end
-  if a.negated then
-    if d == GRANTED then return DENIED elseif d == DENIED then return GRANTED end
-  end
+  if a.negated then return authz_negate(d) end
   return d
 end
 
@@ -1088,32 +1111,29 @@ function Ctx:access(dc)
   local any = dc.legacy and dc.legacy.satisfy == "any"
   if legacy == true and any then return nil end
   if legacy == false and not any then return 403 end
-  local function any_of(list)
-    local results = {}
-    for _, a in ipairs(list) do results[#results + 1] = authz_eval(a, self) end
-    local r = DENIED
-    for _, x in ipairs(results) do if x == GRANTED then r = GRANTED end end
-    if r ~= GRANTED then
-      for _, x in ipairs(results) do if x == NEEDS_USER then r = NEEDS_USER end end
+  -- authz_core's two passes: first without a user (a grant lets everybody in, and a
+  -- negated line that does not refuse decides nothing); only when a user is needed does
+  -- authentication run, and then the user's pass must grant.
+  local function decide(user)
+    local function any_of(list)
+      local results = {}
+      for _, a in ipairs(list) do results[#results + 1] = authz_eval(a, self, user) end
+      return authz_fold(false, results)
     end
-    return r
-  end
-  local d = GRANTED
-  if dc.authz then
-    d = any_of(dc.authz)
+    if not dc.authz then return GRANTED end
     -- AuthMerging And: every level in force must grant, as <RequireAll>.
-    for _, prev in ipairs(dc.authz_and or {}) do
-      local p = any_of(prev)
-      if d == DENIED or p == DENIED then d = DENIED
-      elseif d == NEEDS_USER or p == NEEDS_USER then d = NEEDS_USER end
-    end
+    local levels = { any_of(dc.authz) }
+    for _, prev in ipairs(dc.authz_and or {}) do levels[#levels + 1] = any_of(prev) end
+    return authz_fold(true, levels)
   end
+  local d = decide(nil)
   if d == GRANTED then return nil end
-  if d == DENIED then return 403 end
+  if d ~= NEEDS_USER then return 403 end
   -- A user is needed: Apache answers 500 without an AuthType ("AuthType not set") or an
   -- AuthName ("need AuthName").
-  if dc.auth_type and lower(dc.auth_type) ~= "none" and dc.auth_name then return 401, true end
-  return 500
+  if not (dc.auth_type and lower(dc.auth_type) ~= "none" and dc.auth_name) then return 500 end
+  if self.user and decide(self.user) == GRANTED then return nil end
+  return 401, true
 end
 
 ---------------------------------------------------------------------------------------

@@ -25,6 +25,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    ("password-file-comment-field", "GET /p/ | Authorization: Basic Ym9iOnNlY3JldA==", PASSWORD_COMMENT),
+    ("method-registered-by-the-server", "PURGE /shop/page.html", REGISTERED_METHOD),
+    ("method-registered-by-the-server", "PURGE /bad/page.html", REGISTERED_METHOD),
+    ("method-registered-by-the-server", "PURGE /x/page.html", REGISTERED_METHOD),
+    ("method-registered-by-the-server", "PURGE /index.html", REGISTERED_METHOD),
     ("directoryindex-subrequest-skips-access", "POST /fx/", INDEX_RECHECK),
     ("directoryindex-subrequest-skips-access", "OPTIONS /fx/", INDEX_RECHECK),
     (
@@ -105,6 +110,14 @@ const INDEX_RECHECK: &str = "a <Files> section takes the DirectoryIndex name, so
      again as GET for a POST or OPTIONS to the folder and asks for the <Limit GET> realm's password; lighttpd's \
      realm block asks only on GET, and the Lua refuses the unauthenticated sub-request (401 without a prompt, \
      stricter: the realm's users are locked out of POST to the folder URL)";
+
+const REGISTERED_METHOD: &str = "a method Apache knows only because the server configuration's <Limit PURGE> \
+     registered it: lighttpd does not know PURGE and answers 501 before any configuration runs, where Apache's \
+     access rules answer 403, its broken .htaccess 500, its default handler 405: both refuse";
+
+const PASSWORD_COMMENT: &str = "a password file line with a field after the hash: Apache reads the hash up to \
+     the colon, lighttpd's mod_authn_file to the end of the line, so the user gets 401 (stricter; report.md names \
+     the file on the AuthUserFile line)";
 
 const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
      adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";

@@ -271,12 +271,14 @@ pub fn static_authz(z: &Authz) -> Option<bool> {
             let granted = args.first().is_some_and(|a| a.eq_ignore_ascii_case("granted"));
             Some(granted != *negated)
         }
+        // A <RequireNone> that grants nothing decides nothing (authz_core's neutral), which
+        // is neither a grant nor a refusal: not decided here (the interpreter's access).
+        Authz::Container { combine: Combine::None, .. } => None,
         Authz::Container { combine, children, .. } => {
             let results: Vec<bool> = children.iter().map(static_authz).collect::<Option<_>>()?;
             Some(match combine {
                 Combine::Any => results.iter().any(|r| *r),
-                Combine::All => results.iter().all(|r| *r),
-                Combine::None => !results.iter().any(|r| *r),
+                _ => results.iter().all(|r| *r),
             })
         }
     }
