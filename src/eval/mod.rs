@@ -78,9 +78,10 @@ struct Engine<'m> {
     last_dc: Option<BTreeMap<u16, crate::model::dir::ErrorAction>>,
     /// In mod_dir's DirectoryIndex sub-request.
     subreq: bool,
-    /// In a DirectoryIndex sub-request that merges the folder's own configuration: Apache
-    /// does not check access there again.
-    skip_access: bool,
+    /// In a DirectoryIndex sub-request that merges the folder's own configuration, the
+    /// index file: Apache does not check access there again while the sub-request maps to
+    /// it (an Alias or a rewrite that takes it elsewhere merges another configuration).
+    skip_access: Option<String>,
     /// The URL an internal redirect leaves, when it is not the round's (a DirectoryIndex
     /// sub-request's rewrite redirects from the index file's URL).
     redirect_url: Option<String>,
@@ -128,7 +129,7 @@ impl<'m> Engine<'m> {
             forced_type: None,
             last_dc: None,
             subreq: false,
-            skip_access: false,
+            skip_access: None,
             redirect_url: None,
             script_alias: false,
         }
@@ -854,10 +855,19 @@ impl<'m> Engine<'m> {
                 .map(|s| s.at)
                 .collect()
         }
+        // (an <If> on the way may read the URI, the file or the method, which differ in
+        // the sub-request: not taken as the same)
+        fn met_if(trace: &[Step]) -> bool {
+            trace.iter().any(|s| s.text.starts_with("<If") || s.text.starts_with("<Else"))
+        }
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let folder_dc = self.dir_config(folder, true, dir_uri, &mut a);
         let file_dc = self.dir_config(file, false, cand_uri, &mut b);
-        folder_dc.unknown.is_none() && file_dc.unknown.is_none() && applied(&a) == applied(&b)
+        folder_dc.unknown.is_none()
+            && file_dc.unknown.is_none()
+            && !met_if(&a)
+            && !met_if(&b)
+            && applied(&a) == applied(&b)
     }
 
     /// mod_dir's DirectoryIndex (fixup_dir): each name is looked up as a sub-request, a
@@ -876,6 +886,9 @@ impl<'m> Engine<'m> {
             } else {
                 (format!("{dir_uri}{name}"), format!("{}/{}", fname.trim_end_matches('/'), name))
             };
+            // (the sub-request's URL has its dot segments removed, as
+            // ap_process_request_internal does: `DirectoryIndex ../x/index.html` reaches /x/)
+            let cand_uri = remove_dot_segments(&cand_uri).0;
             let saved = (
                 self.uri.clone(),
                 self.filename.clone(),
@@ -890,12 +903,14 @@ impl<'m> Engine<'m> {
             let method = std::mem::replace(&mut self.method, "GET".into());
             // Apache skips access control in a sub-request whose merged configuration is the
             // main request's (which has passed it with its own method).
-            self.skip_access =
-                !name.starts_with('/') && self.same_config_as_folder(fname, &dir_uri, &cand_file, &cand_uri);
+            // (a plain name in the folder itself)
+            self.skip_access = (!name.contains('/')
+                && self.same_config_as_folder(fname, &dir_uri, &cand_file, &cand_uri))
+            .then(|| cand_file.clone());
             self.subreq = true;
             let end = self.round(&cand_uri, args.clone());
             self.subreq = false;
-            self.skip_access = false;
+            self.skip_access = None;
             self.method = method;
             let regular = fs::stat(self.fs, &cand_file).kind == fs::Kind::File;
             match end {
@@ -990,7 +1005,7 @@ impl<'m> Engine<'m> {
             let uri = self.uri.clone();
             self.apply_setenvif(rule, &uri);
         }
-        if self.skip_access {
+        if self.skip_access.as_ref().is_some_and(|f| *f == self.filename) {
             self.note(None, "access: the DirectoryIndex sub-request merges the folder's own configuration (not checked again)");
             return None;
         }
@@ -1403,24 +1418,31 @@ pub fn decode_path(raw: &str) -> Result<String, u16> {
         return Err(400);
     }
     // ap_getparents() and MergeSlashes.
-    let trailing = s.ends_with('/') || s.ends_with("/.") || s.ends_with("/..");
+    match remove_dot_segments(&s) {
+        (_, true) => Err(400),
+        (p, false) => Ok(p),
+    }
+}
+
+/// ap_getparents() on a URL-path without decoding it: `.` segments and empty ones dropped,
+/// `..` taking the one before it back, a trailing `/`, `/.` or `/..` kept as `/`; true when
+/// a `..` went above the root (kept at the root). (lighten_plans.remove_dot_segments)
+fn remove_dot_segments(p: &str) -> (String, bool) {
+    let trailing = p.ends_with('/') || p.ends_with("/.") || p.ends_with("/..");
     let mut parts: Vec<&str> = Vec::new();
-    for seg in s.split('/') {
+    let mut above = false;
+    for seg in p.split('/') {
         match seg {
             "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Err(400);
-                }
-            }
+            ".." => above |= parts.pop().is_none(),
             x => parts.push(x),
         }
     }
-    let mut p = format!("/{}", parts.join("/"));
-    if trailing && p != "/" {
-        p.push('/');
+    let mut out = format!("/{}", parts.join("/"));
+    if trailing && out != "/" {
+        out.push('/');
     }
-    Ok(p)
+    (out, above)
 }
 
 /// `ap_escape_uri()` (shared with ap_expr's `escape()`).

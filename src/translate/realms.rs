@@ -105,12 +105,28 @@ pub fn blocks(
         return String::new();
     }
     let root = docroot.trim_end_matches('/').to_string();
-    let aliases: Vec<(String, String, Span)> = tops
-        .iter()
-        .flat_map(|t| t.settings.aliases.iter())
-        .filter(|a| matches!(a.kind, crate::model::alias::AliasKind::Alias))
-        .filter_map(|a| Some((a.from.clone()?, a.to.trim_end_matches('/').to_string(), a.at)))
-        .collect();
+    let mut aliases: Vec<(String, String, Span)> = Vec::new();
+    for a in tops.iter().flat_map(|t| t.settings.aliases.iter()) {
+        let Some(from) = &a.from else { continue };
+        match a.kind {
+            crate::model::alias::AliasKind::Alias => {
+                aliases.push((from.clone(), a.to.trim_end_matches('/').to_string(), a.at))
+            }
+            crate::model::alias::AliasKind::AliasMatch => match prefix_alias(from, &a.to) {
+                Some((f, t)) => aliases.push((f, t.trim_end_matches('/').to_string(), a.at)),
+                None if findings.iter().any(|f| f.at == a.at) => {}
+                None => findings.push(Finding::approximated(
+                    Code::AuthAsk,
+                    a.at,
+                    "an AliasMatch whose URLs lighttpd's auth blocks cannot follow (only `^/prefix/(.*)$` to \
+                     `/folder/$1` is followed): where it leads into a password area, lighttpd asks for no \
+                     password and its users get 401"
+                        .into(),
+                )),
+            },
+            _ => {}
+        }
+    }
     // A folder (as Apache names it) as the URL prefixes (ending in `/`) that reach it:
     // under the DocumentRoot, and under each Alias whose target holds it.
     let urls_of = |dir: &str| -> Vec<String> {
@@ -848,6 +864,22 @@ fn rewrites_into_realms(
             }
         }
     }
+}
+
+/// An AliasMatch that is an Alias in all but name: `^/docs/(.*)$` to `/srv/docs/$1` maps
+/// the same URLs to the same files as `Alias /docs/ /srv/docs/` (both prefixes plain, ending
+/// in `/`, the tail carried whole), so its realms are followed as an Alias's.
+fn prefix_alias(pattern: &str, target: &str) -> Option<(String, String)> {
+    let from = pattern_prefix(pattern)?;
+    let rest = &pattern[1 + from.len()..];
+    let to = target.strip_suffix("$1")?;
+    let plain = |s: &str| !s.contains(['\\', '$', '%', '?', '#']);
+    (from.ends_with('/')
+        && to.ends_with('/')
+        && plain(from)
+        && plain(to)
+        && (rest == "(.*)$" || rest == "(.*)"))
+        .then(|| (from.to_string(), to.to_string()))
 }
 
 /// The literal start of an anchored rule pattern (`^/p/pub/(.*)$` gives `/p/pub/`), where

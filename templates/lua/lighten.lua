@@ -28,6 +28,7 @@ local M = {}
 local lighty
 
 local byte, sub, find, lower, upper, format = string.byte, string.sub, string.find, string.lower, string.upper, string.format
+local plans = require("lighten_plans")
 
 local MAX_REDIRECTS = 10
 
@@ -142,19 +143,8 @@ local function decode_path(raw)
     s = table.concat(out, "", 1, n)
   end
   if sub(s, 1, 1) ~= "/" then return nil, 400 end
-  local trailing = ends(s, "/") or ends(s, "/.") or ends(s, "/..")
-  local parts = {}
-  for seg in s:gmatch("[^/]+") do
-    if seg == "." then
-    elseif seg == ".." then
-      if #parts == 0 then return nil, 400 end
-      parts[#parts] = nil
-    else
-      parts[#parts + 1] = seg
-    end
-  end
-  local p = "/" .. table.concat(parts, "/")
-  if trailing and p ~= "/" then p = p .. "/" end
+  local p, above = plans.remove_dot_segments(s)
+  if above then return nil, 400 end
   return p
 end
 M.decode_path = decode_path
@@ -170,7 +160,6 @@ end
 
 -- What the evaluation in progress has read (see "the decision cache" at M.physical).
 local reads
-local plans = require("lighten_plans")
 
 local function stat(path)
   local st = lighty.c.stat(path)
@@ -765,6 +754,7 @@ local function apply(dc, s, dir, t)
     end
     if c.kind == "if" or c.kind == "else-if" or c.kind == "else" then
       dc.ifs[#dc.ifs + 1] = { c, dir }
+      dc.met_if = true
     end
   end
 end
@@ -1365,7 +1355,7 @@ function Ctx:folder_refused(dc)
   if self.user and not (basic_file(dc) and self.auth_file == dc.auth_user_file) then self.user = nil end
   -- (a DirectoryIndex sub-request that merges the folder's own configuration: Apache does
   -- not check access there again)
-  if self.skip_access then return nil end
+  if self.skip_access and self.skip_access == self.filename then return nil end
   local denied, wants_user = self:access(dc)
   if denied then
     if wants_user then return done(401, { type = "error", realm = dc.auth_name }) end
@@ -1397,19 +1387,26 @@ function Ctx:directory_index(names, fname)
     else
       cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
     end
+    -- (the sub-request's URL has its dot segments removed, as ap_process_request_internal
+    -- does: `DirectoryIndex ../x/index.html` reaches /x/ and /x/'s configuration)
+    cand_uri = plans.remove_dot_segments(cand_uri)
     local saved = { self.uri, self.filename, self.path_info, copy(self.env), copy(self.vary),
       self.forced_type, self.user, self.error_docs }
     -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
     -- one that merges the folder's own configuration is not checked for access again)
+    -- Only a plain name in the folder itself, with no <If> on the way (its conditions may
+    -- read the URI, the file or the method, which differ in the sub-request), and only
+    -- while the sub-request still maps to that file (an Alias or a rewrite that takes it
+    -- elsewhere merges another configuration, which Apache checks).
     local method = self.method
     local same = false
-    if not starts(name, "/") then
-      local a = self:dir_config(fname, true, dir_uri).sections or {}
-      local b = self:dir_config(cand_file, false, cand_uri).sections or {}
-      same = #a == #b
+    if not find(name, "/", 1, true) then
+      local da, db = self:dir_config(fname, true, dir_uri), self:dir_config(cand_file, false, cand_uri)
+      local a, b = da.sections or {}, db.sections or {}
+      same = #a == #b and not da.met_if and not db.met_if
       for k = 1, #a do if a[k] ~= b[k] then same = false end end
     end
-    self.subreq, self.method, self.skip_access = true, "GET", same
+    self.subreq, self.method, self.skip_access = true, "GET", same and cand_file or nil
     local o = self:round(cand_uri, args)
     self.subreq, self.method, self.skip_access = nil, method, nil
     local t = o.served and o.served.type

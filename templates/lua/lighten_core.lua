@@ -146,18 +146,8 @@ local function decode_path(raw)
     s = table.concat(out, "", 1, n)
   end
   if byte(s, 1) ~= 47 then return nil, 400 end
-  local trailing = ends(s, "/") or ends(s, "/.") or ends(s, "/..")
-  local parts = {}
-  for seg in s:gmatch("[^/]+") do
-    if seg == ".." then
-      if #parts == 0 then return nil, 400 end
-      parts[#parts] = nil
-    elseif seg ~= "." then
-      parts[#parts + 1] = seg
-    end
-  end
-  local p = "/" .. table.concat(parts, "/")
-  if trailing and p ~= "/" then p = p .. "/" end
+  local p, above = plans.remove_dot_segments(s)
+  if above then return nil, 400 end
   return p
 end
 
@@ -842,7 +832,7 @@ local function folder_refused(cx, dc)
   if dc.env then dc.env(cx) end
   -- (a DirectoryIndex sub-request that merges the folder's own configuration: Apache does
   -- not check access there again)
-  if cx.skip_access then return nil end
+  if cx.skip_access and cx.skip_access == cx.filename then return nil end
   -- SSLRequireSSL: mod_ssl's access check comes first.
   if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
@@ -966,14 +956,18 @@ local function directory_index(cx, names, fname)
     else
       cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
     end
+    -- (dot segments removed, as ap_process_request_internal does)
+    cand_uri = plans.remove_dot_segments(cand_uri)
     local saved = snapshot(cx)
     -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
     -- one whose record is the folder's own merges its configuration, and Apache does not
     -- check access there again)
     local method = cx.method
-    local same = byte(name, 1) ~= 47 and dirconf(site, trim_end_slashes(fname), "", dir_uri)
+    -- (a plain name in the folder itself, and only while the sub-request still maps to
+    -- that file: an Alias or a rewrite that takes it elsewhere is checked)
+    local same = not find(name, "/", 1, true) and dirconf(site, trim_end_slashes(fname), "", dir_uri)
       == dirconf(site, trim_end_slashes(fname), name, cand_uri)
-    cx.subreq, cx.method, cx.skip_access = true, "GET", same
+    cx.subreq, cx.method, cx.skip_access = true, "GET", same and cand_file or nil
     local status, next_uri, next_args = round(cx, cand_uri, args)
     cx.subreq, cx.method, cx.skip_access = nil, method, nil
     if status == 200 and cx.served == "php" then return 200 end

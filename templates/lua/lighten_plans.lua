@@ -365,6 +365,25 @@ function M.protocol(lc)
   return lc.r.req_attr["request.protocol"] or "HTTP/1.1"
 end
 
+-- ap_getparents() on a URL-path without decoding it: `.` segments and empty ones dropped,
+-- `..` taking the one before it back, a trailing `/`, `/.` or `/..` kept as `/`. The second
+-- value says a `..` went above the root (kept at the root).
+function M.remove_dot_segments(p)
+  local trailing = sub(p, -1) == "/" or sub(p, -2) == "/." or sub(p, -3) == "/.."
+  local parts, above = {}, false
+  for seg in p:gmatch("[^/]+") do
+    if seg == ".." then
+      if #parts == 0 then above = true end
+      parts[#parts] = nil
+    elseif seg ~= "." then
+      parts[#parts + 1] = seg
+    end
+  end
+  local out = "/" .. table.concat(parts, "/")
+  if trailing and out ~= "/" then out = out .. "/" end
+  return out, above
+end
+
 -- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
 local APACHE_METHODS = {}
 for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "

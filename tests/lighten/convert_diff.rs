@@ -25,6 +25,16 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    (
+        "directoryindex-subrequest-checked-elsewhere",
+        "GET /sub4/ | Authorization: Basic YWxpY2U6c2VjcmV0",
+        INDEX_IN_REALM,
+    ),
+    (
+        "aliasmatch-into-realm",
+        "GET /files-page.txt | Authorization: Basic YWxpY2U6c2VjcmV0",
+        ALIASMATCH_REALM,
+    ),
     ("password-file-comment-field", "GET /p/ | Authorization: Basic Ym9iOnNlY3JldA==", PASSWORD_COMMENT),
     ("method-registered-by-the-server", "PURGE /shop/page.html", REGISTERED_METHOD),
     ("method-registered-by-the-server", "PURGE /bad/page.html", REGISTERED_METHOD),
@@ -118,6 +128,13 @@ const REGISTERED_METHOD: &str = "a method Apache knows only because the server c
 const PASSWORD_COMMENT: &str = "a password file line with a field after the hash: Apache reads the hash up to \
      the colon, lighttpd's mod_authn_file to the end of the line, so the user gets 401 (stricter; report.md names \
      the file on the AuthUserFile line)";
+
+const ALIASMATCH_REALM: &str = "an AliasMatch into a password area that is no plain prefix mapping: lighttpd's \
+     auth blocks cannot follow it, so its users get 401 (stricter; report.md names the AliasMatch line)";
+
+const INDEX_IN_REALM: &str = "a DirectoryIndex name with a path into a password area (in/index.html): Apache asks \
+     for that realm's password on the folder's URL, lighttpd's realm blocks only under in/, so the login is not \
+     checked there and the user gets 401 (stricter)";
 
 const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
      adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";
