@@ -53,7 +53,9 @@ fn node(out: &mut String, n: &Node, depth: usize) {
         Node::Section(s) => {
             out.push_str(&indent);
             out.push('<');
-            out.push_str(&s.name.value);
+            // The opening tag's name is read as a bare word (a doubled backslash is one);
+            // the closing tag's is taken as written.
+            out.push_str(&s.name.value.replace('\\', "\\\\"));
             if !s.raw.text.is_empty() {
                 out.push(' ');
                 out.push_str(&s.raw.text);
