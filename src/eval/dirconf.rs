@@ -209,13 +209,16 @@ pub fn build<'m>(
             }
         }
     }
-    // Directory regexes, main server first, against the deepest directory.
+    // Directory regexes, main server first, against the filename as the walk left it
+    // (ap_directory_walk matches them against r->filename: a file's path, or a folder's
+    // with the slash it was asked for with; measured in
+    // fixtures/regress/directorymatch-against-the-file).
     for top in std::iter::once(server).chain(vscope) {
         for c in top.children.iter().filter(|c| c.enabled) {
             let is_regex_dir = c.kind == ScopeKind::DirectoryMatch
                 || (c.kind == ScopeKind::Directory && matches!(c.matcher, Some(Matcher::Regex(_))));
             if let (true, Some(Matcher::Regex(re))) = (is_regex_dir, &c.matcher)
-                && (regex_search(re, &format!("{deepest}/")) || regex_search(re, &deepest))
+                && regex_search(re, t.filename)
             {
                 trace.push(Step { at: Some(c.at), depth: 0, text: format!("applies {}", describe_scope(c)) });
                 apply(&mut dc, c, &format!("{deepest}/"), t);

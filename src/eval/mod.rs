@@ -848,10 +848,16 @@ impl<'m> Engine<'m> {
     /// skipped (ap_process_request_internal: `r->main->per_dir_config ==
     /// r->per_dir_config`); otherwise it runs again, as GET.
     fn same_config_as_folder(&mut self, folder: &str, dir_uri: &str, file: &str, cand_uri: &str) -> bool {
+        // (regex <Directory> sections left out: Apache's directory walk for the same folder
+        // is its cache's, matched against the folder's filename, not the index file's)
         fn applied(trace: &[Step]) -> Vec<Option<crate::source::Span>> {
             trace
                 .iter()
                 .filter(|s| s.text.starts_with("applies ") || s.text.ends_with(" applies"))
+                .filter(|s| {
+                    !s.text.starts_with("applies <DirectoryMatch")
+                        && !s.text.starts_with("applies <Directory ~")
+                })
                 .map(|s| s.at)
                 .collect()
         }
@@ -888,7 +894,13 @@ impl<'m> Engine<'m> {
             };
             // (the sub-request's URL has its dot segments removed, as
             // ap_process_request_internal does: `DirectoryIndex ../x/index.html` reaches /x/)
-            let cand_uri = remove_dot_segments(&cand_uri).0;
+            let (cand_uri, above) = remove_dot_segments(&cand_uri);
+            if above {
+                // (a name that climbs above the root: the sub-request answers 400)
+                self.note(None, format!("DirectoryIndex: {name} climbs above the root: 400; remembered"));
+                error_notfound = Some(400);
+                continue;
+            }
             let saved = (
                 self.uri.clone(),
                 self.filename.clone(),
@@ -1001,9 +1013,13 @@ impl<'m> Engine<'m> {
         if let Some(u) = &dc.unknown {
             self.unknown = Some(u.clone());
         }
-        for rule in self.perdir_setenvif(dc) {
-            let uri = self.uri.clone();
-            self.apply_setenvif(rule, &uri);
+        // Per-directory SetEnvIf runs in the header_parser phase, which Apache runs for the
+        // main request only: a sub-request keeps the main request's variables.
+        if !self.subreq {
+            for rule in self.perdir_setenvif(dc) {
+                let uri = self.uri.clone();
+                self.apply_setenvif(rule, &uri);
+            }
         }
         if self.skip_access.as_ref().is_some_and(|f| *f == self.filename) {
             self.note(None, "access: the DirectoryIndex sub-request merges the folder's own configuration (not checked again)");

@@ -907,17 +907,19 @@ function Ctx:merge_dir_config(filename, is_dir, uri)
   end
   -- A regex section sees the path as Apache has it (site.unmap: the copy's folders and
   -- where they are on the server).
-  local apath = deepest
+  -- It is matched against the filename as the walk left it (ap_directory_walk: r->filename,
+  -- a file's path or a folder's with the slash it was asked for with).
+  local afile = filename
   for _, u in ipairs(site.unmap or {}) do
-    if deepest == u[1] or starts(deepest, u[1] .. "/") then
-      apath = u[2] .. sub(deepest, #u[1] + 1)
+    if filename == u[1] or starts(filename, u[1] .. "/") then
+      afile = u[2] .. sub(filename, #u[1] + 1)
       break
     end
   end
   for _, top in ipairs({ site.server, v.scope }) do
     for _, c in ipairs(top.children or {}) do
       if c.kind == "directory-match" or (c.kind == "directory" and c.re ~= nil) then
-        if rx(c.re, apath .. "/") or rx(c.re, apath) then
+        if rx(c.re, afile) then
           apply(dc, c, deepest .. "/", t)
           nested[#nested + 1] = c
         end
@@ -1347,7 +1349,11 @@ end
 -- (500), then its SetEnvIf and access control.
 function Ctx:folder_refused(dc)
   if dc.broken then return done(500) end
-  for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
+  -- (per-directory SetEnvIf runs in the header_parser phase, which Apache runs for the
+  -- main request only: a sub-request keeps the main request's variables)
+  if not self.subreq then
+    for _, r in ipairs(dc.env) do apply_setenvif(r, self, self.uri) end
+  end
   -- A user counts for this directory only if lighttpd checked the password against this
   -- directory's AuthUserFile, and that is the check Apache makes here: Basic with an
   -- AuthName, the file provider, no digest algorithm. Another realm's login, or one
@@ -1389,7 +1395,13 @@ function Ctx:directory_index(names, fname)
     end
     -- (the sub-request's URL has its dot segments removed, as ap_process_request_internal
     -- does: `DirectoryIndex ../x/index.html` reaches /x/ and /x/'s configuration)
-    cand_uri = plans.remove_dot_segments(cand_uri)
+    local above
+    cand_uri, above = plans.remove_dot_segments(cand_uri)
+    -- (a name that climbs above the root: the sub-request answers 400, remembered)
+    if above then
+      notfound = 400
+      goto next_name
+    end
     local saved = { self.uri, self.filename, self.path_info, copy(self.env), copy(self.vary),
       self.forced_type, self.user, self.error_docs }
     -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
@@ -1431,6 +1443,7 @@ function Ctx:directory_index(names, fname)
     self.uri, self.filename, self.path_info, self.env, self.vary, self.forced_type, self.user, self.error_docs =
       saved[1], saved[2], saved[3], saved[4] or {}, saved[5], saved[6], saved[7], saved[8]
     self.args = args
+    ::next_name::
   end
   -- (mod_dir keeps only the status of a refused index: a 401 goes out without the
   -- sub-request's WWW-Authenticate)

@@ -829,7 +829,8 @@ end
 local function folder_refused(cx, dc)
   cx.errdocs = dc.errdocs
   if dc.broken then return 500 end
-  if dc.env then dc.env(cx) end
+  -- (per-directory SetEnvIf: header_parser, which Apache runs for the main request only)
+  if dc.env and not cx.subreq then dc.env(cx) end
   -- (a DirectoryIndex sub-request that merges the folder's own configuration: Apache does
   -- not check access there again)
   if cx.skip_access and cx.skip_access == cx.filename then return nil end
@@ -957,7 +958,13 @@ local function directory_index(cx, names, fname)
       cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
     end
     -- (dot segments removed, as ap_process_request_internal does)
-    cand_uri = plans.remove_dot_segments(cand_uri)
+    local above
+    cand_uri, above = plans.remove_dot_segments(cand_uri)
+    -- (a name that climbs above the root: the sub-request answers 400, remembered)
+    if above then
+      notfound = 400
+      goto next_name
+    end
     local saved = snapshot(cx)
     -- (the sub-request is a GET, whatever the request's method: ap_sub_req_lookup_uri;
     -- one whose record is the folder's own merges its configuration, and Apache does not
@@ -988,6 +995,7 @@ local function directory_index(cx, names, fname)
       notfound = status
     end
     restore(cx, saved, args)
+    ::next_name::
   end
   return notfound
 end

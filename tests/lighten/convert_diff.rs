@@ -25,6 +25,9 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    ("setenvif-not-in-the-index-subrequest", "GET /sa/index.html", REALM_ENV),
+    ("directoryindex-above-the-root", "GET /up3/", INDEX_ODD),
+    ("directoryindex-above-the-root", "GET /dd/", INDEX_ODD),
     (
         "directoryindex-subrequest-checked-elsewhere",
         "GET /sub4/ | Authorization: Basic YWxpY2U6c2VjcmV0",
@@ -135,6 +138,14 @@ const ALIASMATCH_REALM: &str = "an AliasMatch into a password area that is no pl
 const INDEX_IN_REALM: &str = "a DirectoryIndex name with a path into a password area (in/index.html): Apache asks \
      for that realm's password on the folder's URL, lighttpd's realm blocks only under in/, so the login is not \
      checked there and the user gets 401 (stricter)";
+
+const REALM_ENV: &str = "a <RequireAny> of Require env and valid-user in a password area: lighttpd's realm \
+     block asks for the password before the variable is known, so a request the variable lets in gets 401 \
+     (stricter)";
+
+const INDEX_ODD: &str = "a DirectoryIndex name that is no file in the folder (`..`, or a folder): Apache's \
+     sub-request serves the parent's index or refuses (403), the converted site refuses (403) or redirects to \
+     the folder with a slash, which is refused there: both refuse, or the converted site more strictly";
 
 const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
      adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";
