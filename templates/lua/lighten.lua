@@ -1387,18 +1387,8 @@ function Ctx:directory_index(names, fname)
   local args, dir_uri = self.args, self.uri
   local notfound
   for _, name in ipairs(names) do
-    local cand_uri, cand_file
-    if starts(name, "/") then
-      cand_uri, cand_file = name, self:docroot() .. name
-    else
-      cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
-    end
-    -- (the sub-request's URL has its dot segments removed, as ap_process_request_internal
-    -- does: `DirectoryIndex ../x/index.html` reaches /x/ and /x/'s configuration)
-    local above
-    cand_uri, above = plans.remove_dot_segments(cand_uri)
-    -- (a name that climbs above the root: the sub-request answers 400, remembered)
-    if above then
+    local cand_uri, cand_file = plans.index_candidate(name, dir_uri, self:docroot(), fname)
+    if not cand_uri then
       notfound = 400
       goto next_name
     end

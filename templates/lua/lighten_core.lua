@@ -951,17 +951,8 @@ local function directory_index(cx, names, fname)
   local site, args, dir_uri = cx.site, cx.args, cx.uri
   local notfound
   for _, name in ipairs(names) do
-    local cand_uri, cand_file
-    if byte(name, 1) == 47 then
-      cand_uri, cand_file = name, site.docroot .. name
-    else
-      cand_uri, cand_file = dir_uri .. name, trim_end_slashes(fname) .. "/" .. name
-    end
-    -- (dot segments removed, as ap_process_request_internal does)
-    local above
-    cand_uri, above = plans.remove_dot_segments(cand_uri)
-    -- (a name that climbs above the root: the sub-request answers 400, remembered)
-    if above then
+    local cand_uri, cand_file = plans.index_candidate(name, dir_uri, site.docroot, fname)
+    if not cand_uri then
       notfound = 400
       goto next_name
     end

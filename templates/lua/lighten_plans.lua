@@ -384,6 +384,24 @@ function M.remove_dot_segments(p)
   return out, above
 end
 
+-- A DirectoryIndex name's sub-request in folder `folder` (asked for as `dir_uri`): its URL,
+-- with its dot segments removed as ap_process_request_internal does, and the file it names;
+-- nil for a name that climbs above the root (the sub-request answers 400).
+function M.index_candidate(name, dir_uri, docroot, folder)
+  local uri, file
+  if byte(name, 1) == 47 then
+    uri, file = name, docroot .. name
+  else
+    local e = #folder
+    while e > 0 and byte(folder, e) == 47 do e = e - 1 end
+    uri, file = dir_uri .. name, sub(folder, 1, e) .. "/" .. name
+  end
+  local above
+  uri, above = M.remove_dot_segments(uri)
+  if above then return nil end
+  return uri, file
+end
+
 -- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
 local APACHE_METHODS = {}
 for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "
