@@ -345,3 +345,27 @@ fn every_program_the_tests_start_is_installed_by_setup() {
         );
     }
 }
+
+/// git keeps no empty folder, so a fixture's empty folder exists on the machine it was made
+/// on and not in a clone, and the fixture answers otherwise in CI (it did:
+/// directoryindex-above-the-root's /up/ folders). Every folder under fixtures/ holds a file.
+#[test]
+fn no_fixture_folder_is_empty() {
+    fn walk(dir: &std::path::Path, empty: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut any = false;
+        for e in entries.flatten() {
+            any = true;
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&p, empty);
+            }
+        }
+        if !any {
+            empty.push(dir.display().to_string());
+        }
+    }
+    let mut empty = Vec::new();
+    walk(std::path::Path::new("fixtures"), &mut empty);
+    assert!(empty.is_empty(), "empty folders under fixtures/ (put a file in each): {empty:?}");
+}
