@@ -149,6 +149,10 @@ impl Default for DirConfig<'_> {
 pub struct Target<'a> {
     /// The mapped filename after the directory walk.
     pub filename: &'a str,
+    /// What regex `<Directory>` sections are matched against: the filename, or in a request
+    /// that keeps an earlier walk of the same folder (an internal redirect, a sub-request:
+    /// Apache's walk cache), that walk's filename.
+    pub regex_subject: &'a str,
     pub is_dir: bool,
     pub uri: &'a str,
     pub method: &'a str,
@@ -218,7 +222,7 @@ pub fn build<'m>(
             let is_regex_dir = c.kind == ScopeKind::DirectoryMatch
                 || (c.kind == ScopeKind::Directory && matches!(c.matcher, Some(Matcher::Regex(_))));
             if let (true, Some(Matcher::Regex(re))) = (is_regex_dir, &c.matcher)
-                && regex_search(re, t.filename)
+                && regex_search(re, t.regex_subject)
             {
                 trace.push(Step { at: Some(c.at), depth: 0, text: format!("applies {}", describe_scope(c)) });
                 apply(&mut dc, c, &format!("{deepest}/"), t);

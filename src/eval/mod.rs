@@ -82,6 +82,10 @@ struct Engine<'m> {
     /// index file: Apache does not check access there again while the sub-request maps to
     /// it (an Alias or a rewrite that takes it elsewhere merges another configuration).
     skip_access: Option<String>,
+    /// The folder the request's last walk ended in and what its regex `<Directory>`
+    /// sections were matched against: Apache's walk cache, which an internal redirect and
+    /// a sub-request to the same folder reuse (fixtures/regress/setenvif-after-internal-redirect).
+    walked: Option<(String, String)>,
     /// The URL an internal redirect leaves, when it is not the round's (a DirectoryIndex
     /// sub-request's rewrite redirects from the index file's URL).
     redirect_url: Option<String>,
@@ -130,6 +134,7 @@ impl<'m> Engine<'m> {
             last_dc: None,
             subreq: false,
             skip_access: None,
+            walked: None,
             redirect_url: None,
             script_alias: false,
         }
@@ -247,6 +252,7 @@ impl<'m> Engine<'m> {
                                     Some((u, a)) => (u.to_string(), Some(a.to_string())),
                                     None => (doc, None),
                                 };
+                                self.server_env(&u);
                                 match decode_path(&u) {
                                     Ok(d) => uri = d,
                                     Err(_) => {
@@ -278,6 +284,7 @@ impl<'m> Engine<'m> {
                         env.insert("REDIRECT_QUERY_STRING".into(), q.clone());
                     }
                     self.env = env;
+                    self.server_env(&u);
                     self.note(
                         None,
                         format!(
@@ -330,9 +337,20 @@ impl<'m> Engine<'m> {
     fn initial_env(&mut self) {
         self.env = BTreeMap::new();
         let raw = self.req.path.clone();
+        self.server_env(&raw);
+    }
+
+    /// mod_setenvif's post_read_request: the server's and the host's own rules on `path`
+    /// (as sent, its leading slashes merged: Apache parses `//s/x` as `/s/x`). It runs
+    /// again for each internal redirect, on its URL (lighten_plans.merge_leading_slashes).
+    fn server_env(&mut self, path: &str) {
+        let path = match path.trim_start_matches('/') {
+            rest if path.starts_with("//") => format!("/{rest}"),
+            _ => path.to_string(),
+        };
         for s in self.server_scopes() {
             for rule in &s.settings.env {
-                self.apply_setenvif(rule, &raw);
+                self.apply_setenvif(rule, &path);
             }
         }
     }
@@ -681,6 +699,7 @@ impl<'m> Engine<'m> {
         }
         let mut trace = std::mem::take(&mut self.trace);
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, &self.uri.clone(), &mut trace);
+        self.remember_walk(&fname, kind == fs::Kind::Dir);
         self.trace = trace;
         self.last_dc = Some(self.merged_error_docs(&dc));
         if let Some(end) = self.folder_checks(&dc) {
@@ -993,6 +1012,7 @@ impl<'m> Engine<'m> {
         }
         let mut trace = std::mem::take(&mut self.trace);
         let dc = self.dir_config(&fname, kind == fs::Kind::Dir, url, &mut trace);
+        self.remember_walk(&fname, kind == fs::Kind::Dir);
         self.trace = trace;
         // The internal redirect is a request of its own: access control runs on where it
         // leads (only the rewrite rules are skipped).
@@ -1063,9 +1083,26 @@ impl<'m> Engine<'m> {
         trace: &mut Vec<Step>,
     ) -> DirConfig<'m> {
         let method = self.method.clone();
-        let t = dirconf::Target { filename, is_dir, uri, method: &method };
+        let folder = if is_dir { filename.trim_end_matches('/').to_string() } else { parent_dir(filename) };
+        let subject = match &self.walked {
+            Some((f, subject)) if *f == folder => subject.clone(),
+            _ => filename.to_string(),
+        };
+        let t = dirconf::Target { filename, regex_subject: &subject, is_dir, uri, method: &method };
         let (model, vhost) = (self.model, self.vhost);
         dirconf::build(model, vhost, &t, trace, &mut |e| self.decide_expr(e))
+    }
+
+    /// The walk of a request's round (not a sub-request's, whose cache is a copy): what
+    /// the next round's walk of the same folder reuses.
+    fn remember_walk(&mut self, filename: &str, is_dir: bool) {
+        if self.subreq {
+            return;
+        }
+        let folder = if is_dir { filename.trim_end_matches('/').to_string() } else { parent_dir(filename) };
+        if self.walked.as_ref().is_none_or(|(f, _)| *f != folder) {
+            self.walked = Some((folder, filename.to_string()));
+        }
     }
 
     /// What the default handler (core.c's default_handler) and mod_autoindex answer by
@@ -1438,6 +1475,11 @@ pub fn decode_path(raw: &str) -> Result<String, u16> {
         (_, true) => Err(400),
         (p, false) => Ok(p),
     }
+}
+
+/// The folder a filename is in (the part before its last slash).
+fn parent_dir(p: &str) -> String {
+    p.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()
 }
 
 /// ap_getparents() on a URL-path without decoding it: `.` segments and empty ones dropped,

@@ -354,7 +354,13 @@ pub fn blocks(
         if !t.values().any(|a| *a != Ask::Open) || reported.contains(&p.at) {
             continue;
         }
-        let target = Target { filename: &p.filename, is_dir: false, uri: &p.uri, method: "GET" };
+        let target = Target {
+            filename: &p.filename,
+            regex_subject: &p.filename,
+            is_dir: false,
+            uri: &p.uri,
+            method: "GET",
+        };
         let dc = dirconf::build(model, host, &target, &mut Vec::new(), &mut |_| Err(String::new()));
         if dc.index.map_or(name == "index.html", |i| i.iter().any(|n| n == name)) && reported.insert(p.at) {
             findings.push(Finding::approximated(
@@ -517,7 +523,8 @@ fn table(
     let mut t = Table::new();
     for m in &classes.methods {
         let method = m.as_deref().unwrap_or(OTHER_METHOD);
-        let target = Target { filename: &p.filename, is_dir: false, uri: &p.uri, method };
+        let target =
+            Target { filename: &p.filename, regex_subject: &p.filename, is_dir: false, uri: &p.uri, method };
         let dc =
             dirconf::build(model, host, &target, &mut Vec::new(), &mut |_| Err("decided per request".into()));
         for (net, ip) in &classes.networks {

@@ -843,9 +843,27 @@ local function copy_dirconf(dc)
   return c
 end
 
+-- The folder a walk of `filename` ends in.
+local function walk_folder(filename, is_dir)
+  return is_dir and trim_end_slashes(filename) or parent(filename)
+end
+
+-- The walk of a request's round (not a sub-request's, whose cache is a copy): what the next
+-- round's walk of the same folder reuses (Apache's walk cache: its regex <Directory>
+-- sections keep what they matched).
+function Ctx:remember_walk(filename, is_dir)
+  if self.subreq then return end
+  local folder = walk_folder(filename, is_dir)
+  if not (self.walked and self.walked[1] == folder) then self.walked = { folder, filename } end
+end
+
 function Ctx:dir_config(filename, is_dir, uri)
   local v = self.v
+  local subject = filename
+  local w = self.walked
+  if w and w[1] == walk_folder(filename, is_dir) then subject = w[2] end
   local key = (is_dir and "d" or "f") .. self.method .. "\0" .. filename
+  if subject ~= filename then key = key .. "\0" .. subject end
   if has_locations(v, self.site) then key = key .. "\0" .. uri end
   local memo = v.memo
   if not memo then
@@ -854,7 +872,7 @@ function Ctx:dir_config(filename, is_dir, uri)
   end
   local dc = memo[key]
   if not dc then
-    dc = self:merge_dir_config(filename, is_dir, uri)
+    dc = self:merge_dir_config(filename, is_dir, uri, subject)
     if memo.n >= MEMO_LIMIT then
       memo = { n = 0 }
       v.memo = memo
@@ -868,7 +886,9 @@ function Ctx:dir_config(filename, is_dir, uri)
   return own
 end
 
-function Ctx:merge_dir_config(filename, is_dir, uri)
+-- `subject`: what regex <Directory> sections are matched against (the filename, or an
+-- earlier walk's of the same folder).
+function Ctx:merge_dir_config(filename, is_dir, uri, subject)
   local t = { method = self.method }
   local site, v = self.site, self.v
   local dc = new_dirconf()
@@ -909,10 +929,11 @@ function Ctx:merge_dir_config(filename, is_dir, uri)
   -- where they are on the server).
   -- It is matched against the filename as the walk left it (ap_directory_walk: r->filename,
   -- a file's path or a folder's with the slash it was asked for with).
-  local afile = filename
+  subject = subject or filename
+  local afile = subject
   for _, u in ipairs(site.unmap or {}) do
-    if filename == u[1] or starts(filename, u[1] .. "/") then
-      afile = u[2] .. sub(filename, #u[1] + 1)
+    if subject == u[1] or starts(subject, u[1] .. "/") then
+      afile = u[2] .. sub(subject, #u[1] + 1)
       break
     end
   end
@@ -1338,6 +1359,7 @@ function Ctx:serve_after_end(url, args)
   self.filename, self.path_info = fname, path_info
   if not through_links(self.v.links, fname) then return done(403) end
   local dc = self:dir_config(fname, kind == "dir", url)
+  self:remember_walk(fname, kind == "dir")
   -- The internal redirect is a request of its own: access control runs on where it
   -- leads (only the rewrite rules are skipped).
   local refused = self:folder_refused(dc)
@@ -1518,6 +1540,7 @@ function Ctx:round(uri, args)
   self.filename, self.path_info = fname, path_info
   if not through_links(self.v.links, fname) then return done(403) end
   local dc = self:dir_config(fname, kind == "dir", self.uri)
+  self:remember_walk(fname, kind == "dir")
   local eds = {}
   for k, e in pairs(self.v.error_docs) do eds[k] = e end
   for k, e in pairs(dc.error_docs) do eds[k] = e end
@@ -1619,9 +1642,16 @@ function Ctx:run()
   local uri, err = decode_path(rawpath)
   if not uri then return done(err) end
   self.asked = self:docroot() .. uri
-  for _, s in ipairs({ self.site.server, self.v.scope }) do
-    for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, rawpath) end
+  -- The server's and the host's own SetEnvIf (mod_setenvif's post_read_request), on the
+  -- URL-path as sent with its leading slashes merged (Apache parses `//s/x` as `/s/x`);
+  -- again on each internal redirect's URL, which runs post_read_request too.
+  local function server_env(path)
+    path = plans.merge_leading_slashes(path)
+    for _, s in ipairs({ self.site.server, self.v.scope }) do
+      for _, r in ipairs(s.settings.env or {}) do apply_setenvif(r, self, path) end
+    end
   end
+  server_env(rawpath)
   local args = query
   local error_round
   while true do
@@ -1638,6 +1668,7 @@ function Ctx:run()
       env.REDIRECT_STATUS = "200"
       if args then env.REDIRECT_QUERY_STRING = args end
       self.env = env
+      server_env(o.internal)
       local d, e = decode_path(o.internal)
       if not d then return done(e) end
       uri, args = d, o.args
@@ -1671,6 +1702,7 @@ function Ctx:run()
           local q = find(doc, "?", 1, true)
           local u, a = doc, nil
           if q then u, a = sub(doc, 1, q - 1), sub(doc, q + 1) end
+          server_env(u)
           local d = decode_path(u)
           if not d then return done(o.status) end
           uri, args = d, a

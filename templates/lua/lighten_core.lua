@@ -286,10 +286,13 @@ end
 
 -- The request's URL-path as sent (percent-encoded, not normalised): what mod_setenvif
 -- reads as Request_URI in the server's and the host's own rules (post_read_request).
+-- Its leading slashes merged (Apache parses `//s/x` as `/s/x`); an internal redirect's
+-- URL once one has run (post_read_request runs for it too: cx.setenvif_path).
 function M.raw_path(cx)
+  if cx.setenvif_path then return cx.setenvif_path end
   local t = cx.target
   local q = find(t, "?", 1, true)
-  return q and sub(t, 1, q - 1) or t
+  return plans.merge_leading_slashes(q and sub(t, 1, q - 1) or t)
 end
 
 function M.header_nv(cx, name)
@@ -1096,6 +1099,14 @@ function round(cx, uri, args)
   return handle(cx, dc, fname, path_info, kind)
 end
 
+-- An internal redirect runs post_read_request again: the server's and the host's own
+-- SetEnvIf on its URL (the new request's variables are the old ones as REDIRECT_*).
+local function rerun_server_env(cx, path)
+  if not cx.site.early_env then return end
+  cx.setenvif_path = plans.merge_leading_slashes(path)
+  cx.site.early_env(cx)
+end
+
 -- The whole request: rounds until an answer.
 local function run(cx)
   local raw = cx.target
@@ -1154,6 +1165,7 @@ local function run(cx)
       local q = find(value, "?", 1, true)
       local u, a = value, nil
       if q then u, a = sub(value, 1, q - 1), sub(value, q + 1) end
+      rerun_server_env(cx, u)
       local d = decode_path(u)
       if not d then return status end
       uri, args = d, a
@@ -1172,6 +1184,7 @@ local function run(cx)
     env.REDIRECT_STATUS = "200"
     if args then env.REDIRECT_QUERY_STRING = args end
     cx.env = env
+    rerun_server_env(cx, next_uri)
     do
       local d, e = decode_path(next_uri)
       if not d then return e end

@@ -402,6 +402,13 @@ function M.index_candidate(name, dir_uri, docroot, folder)
   return uri, file
 end
 
+-- A URL-path with its leading slashes merged into one, as Apache parses a request-target
+-- (`//s/x` is `/s/x` to mod_setenvif's Request_URI, not a host `s`).
+function M.merge_leading_slashes(p)
+  if byte(p, 2) ~= 47 then return p end
+  return (p:gsub("^//+", "/"))
+end
+
 -- The methods Apache 2.4 knows (ap_method_number_of, WebDAV and DeltaV included).
 local APACHE_METHODS = {}
 for m in ("GET HEAD PUT POST DELETE CONNECT OPTIONS TRACE PATCH PROPFIND PROPPATCH MKCOL COPY MOVE "

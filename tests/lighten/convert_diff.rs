@@ -25,6 +25,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
     ("kirby", "HEAD /about", HEAD_VARY),
+    ("setenvif-after-internal-redirect", "GET /p/page.html/extra", PATH_INFO_STATIC),
     ("setenvif-not-in-the-index-subrequest", "GET /sa/index.html", REALM_ENV),
     ("directoryindex-above-the-root", "GET /up3/", INDEX_ODD),
     ("directoryindex-above-the-root", "GET /dd/", INDEX_ODD),
@@ -146,6 +147,9 @@ const REALM_ENV: &str = "a <RequireAny> of Require env and valid-user in a passw
 const INDEX_ODD: &str = "a DirectoryIndex name that is no file in the folder (`..`, or a folder): Apache's \
      sub-request serves the parent's index or refuses (403), the converted site refuses (403) or redirects to \
      the folder with a slash, which is refused there: both refuse, or the converted site more strictly";
+
+const PATH_INFO_STATIC: &str = "AcceptPathInfo On on a static file with PATH_INFO: Apache serves the file, \
+     the converted site answers 404 (stricter)";
 
 const HEAD_VARY: &str = "a HEAD answer from PHP of a type mod_deflate compresses: Apache's filter sees no body and \
      adds no Vary; lighttpd adds Vary: Accept-Encoding, as for the GET";
