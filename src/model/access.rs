@@ -282,6 +282,20 @@ fn read_container_in(item: &Item, cx: &mut ReadCx, within: Combine) -> Option<Au
             format!("<{}> has no authorization directives inside", item.name.value),
         ));
     }
+    // authz_core_check_section() at startup (not for a .htaccess, which then decides
+    // nothing: 403): a <RequireAll> whose children are all negative (`Require not`, and a
+    // <RequireNone>, whose children De Morgan's rule makes negative) never grants.
+    let negative = |c: &Authz| match c {
+        Authz::Require { negated, .. } => *negated,
+        Authz::Container { combine, .. } => *combine == Combine::None,
+    };
+    if combine == Combine::All && !cx.htaccess && !children.is_empty() && children.iter().all(negative) {
+        cx.diags.push(Diagnostic::new(
+            Code::BadArgument,
+            item.span,
+            "<RequireAll> directive contains only negative authorization directives",
+        ));
+    }
     Some(Authz::Container { combine, children, at: item.span })
 }
 

@@ -192,6 +192,7 @@ impl Builder {
                                 diags: &mut self.diags,
                                 options_allowed: options,
                                 registered: &self.registered,
+                                htaccess: self.htaccess,
                             };
                             if let Some(a) = access::read_container(&item, &mut cx) {
                                 scope.settings.access_mut().require.push(a);
@@ -223,6 +224,7 @@ impl Builder {
                             diags: &mut self.diags,
                             options_allowed: options,
                             registered: &self.registered,
+                            htaccess: self.htaccess,
                         };
                         settings::read(&item, &mut scope.settings, &mut cx);
                     }

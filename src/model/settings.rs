@@ -111,6 +111,8 @@ pub struct ReadCx<'a> {
     pub options_allowed: Option<&'a [String]>,
     /// Methods the server configuration registered (`<Limit PURGE>`), known from then on.
     pub registered: &'a [String],
+    /// Reading a .htaccess file (Apache checks some things only at startup).
+    pub htaccess: bool,
 }
 
 fn set<T>(slot: &mut Option<Spanned<T>>, value: T, item: &Item) {
