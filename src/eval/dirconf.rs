@@ -175,7 +175,7 @@ pub fn build<'m>(
     if let Some(v) = vscope {
         apply(&mut dc, v, "/", t);
     }
-    let deepest = if t.is_dir { t.filename.trim_end_matches('/').to_string() } else { parent(t.filename) };
+    let deepest = walk_folder(t.filename, t.is_dir);
     let mut levels: Vec<&str> = ancestors(&deepest).collect();
     levels.reverse();
     let sections = directory_sections(server, vscope);
@@ -326,6 +326,11 @@ fn resolve_ifs<'m>(
         }
     }
     dc.ifs.clear();
+}
+
+/// The folder a walk of `filename` ends in: a folder itself, else the one it is in.
+pub fn walk_folder(filename: &str, is_dir: bool) -> String {
+    if is_dir { filename.trim_end_matches('/').to_string() } else { parent(filename) }
 }
 
 fn parent(p: &str) -> String {

@@ -1083,7 +1083,7 @@ impl<'m> Engine<'m> {
         trace: &mut Vec<Step>,
     ) -> DirConfig<'m> {
         let method = self.method.clone();
-        let folder = if is_dir { filename.trim_end_matches('/').to_string() } else { parent_dir(filename) };
+        let folder = dirconf::walk_folder(filename, is_dir);
         let subject = match &self.walked {
             Some((f, subject)) if *f == folder => subject.clone(),
             _ => filename.to_string(),
@@ -1099,7 +1099,7 @@ impl<'m> Engine<'m> {
         if self.subreq {
             return;
         }
-        let folder = if is_dir { filename.trim_end_matches('/').to_string() } else { parent_dir(filename) };
+        let folder = dirconf::walk_folder(filename, is_dir);
         if self.walked.as_ref().is_none_or(|(f, _)| *f != folder) {
             self.walked = Some((folder, filename.to_string()));
         }
@@ -1475,11 +1475,6 @@ pub fn decode_path(raw: &str) -> Result<String, u16> {
         (_, true) => Err(400),
         (p, false) => Ok(p),
     }
-}
-
-/// The folder a filename is in (the part before its last slash).
-fn parent_dir(p: &str) -> String {
-    p.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()
 }
 
 /// ap_getparents() on a URL-path without decoding it: `.` segments and empty ones dropped,
