@@ -48,13 +48,23 @@ pub struct Htaccess {
     pub scope: Option<Scope>,
 }
 
+/// What [`discover`] found.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The Apache paths (as named, through the links), sorted.
+    pub files: Vec<String>,
+    /// Whether the limit stopped the walk.
+    pub truncated: bool,
+    /// What each symbolic link the walk went through points at, as a path on this
+    /// machine: a file there is also found under the link's name.
+    pub link_targets: Vec<std::path::PathBuf>,
+}
+
 /// Finds files named in `names` under `roots`, through symbolic links, sorted, visiting at
-/// most `limit` entries.  Returns the Apache paths (as named, through the links) and
-/// whether the limit stopped the walk.
-pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) -> (Vec<String>, bool) {
-    let mut found = Vec::new();
+/// most `limit` entries.
+pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) -> Found {
+    let mut out = Found::default();
     let mut visited = 0usize;
-    let mut truncated = false;
     let mut sorted: Vec<String> = roots.iter().map(|r| r.trim_end_matches('/').to_string()).collect();
     sorted.sort();
     sorted.dedup();
@@ -79,10 +89,15 @@ pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) 
         for entry in walkdir::WalkDir::new(&host).follow_links(true).sort_by_file_name() {
             visited += 1;
             if visited > limit {
-                truncated = true;
+                out.truncated = true;
                 break;
             }
             let Ok(entry) = entry else { continue };
+            if entry.path_is_symlink()
+                && let Ok(target) = std::fs::canonicalize(entry.path())
+            {
+                out.link_targets.push(target);
+            }
             if !entry.file_type().is_file() {
                 continue;
             }
@@ -90,13 +105,15 @@ pub fn discover(fs: &Sysroot, roots: &[String], names: &[String], limit: usize) 
             if names.iter().any(|n| *n == name)
                 && let Some(p) = fs.apache_path(entry.path())
             {
-                found.push(p);
+                out.files.push(p);
             }
         }
     }
-    found.sort();
-    found.dedup();
-    (found, truncated)
+    out.files.sort();
+    out.files.dedup();
+    out.link_targets.sort();
+    out.link_targets.dedup();
+    out
 }
 
 /// `path` and each of its ancestors, `/a/b/c`, `/a/b`, `/a`, `` (the root).

@@ -15,6 +15,7 @@ pub mod expires;
 pub mod headers;
 pub mod htaccess;
 pub mod mime;
+mod reread;
 pub mod rewrite;
 mod scope;
 mod select;
@@ -25,6 +26,7 @@ pub mod vhost;
 
 pub use coverage::Coverage;
 pub use htaccess::{Htaccess, HtaccessStatus};
+pub use reread::{Reread, reread};
 pub use scope::{DirectiveUse, Matcher, Scope, ScopeKind, Spanned};
 pub use vhost::{SectionRef, VhostAddr, VirtualHost};
 
@@ -58,6 +60,11 @@ pub struct Model {
     pub access_roots: Vec<String>,
     #[serde(skip)]
     pub access_names: Vec<String>,
+    /// What the symbolic links met under `access_roots` point at, as paths on this
+    /// machine: a per-directory file there is also read under the link's name (what
+    /// `lighten watch` needs to know to re-read one file on its own).
+    #[serde(skip)]
+    pub access_links: Vec<std::path::PathBuf>,
     /// Methods beyond Apache's own that the server configuration's `<Limit>` sections
     /// registered (`<Limit PURGE>`): Apache knows them from then on (a .htaccess may name
     /// them; the default handler answers them 405, not 501).
@@ -102,7 +109,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
             ));
         }
     }
-    let (htaccess, access_roots, access_names) = b.htaccess(config, &server, &vhosts);
+    let (htaccess, access_roots, access_names, access_links) = b.htaccess(config, &server, &vhosts);
     let mut coverage = Coverage::count(&server, &vhosts, &htaccess);
     for v in &skipped_vhosts {
         coverage.add_scope(&v.scope);
@@ -119,6 +126,7 @@ pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
         coverage,
         access_roots,
         access_names,
+        access_links,
         registered_methods: b.registered.clone(),
     };
     (model, b.diags)
@@ -352,38 +360,8 @@ impl Builder {
         config: &mut Config,
         server: &Scope,
         vhosts: &[VirtualHost],
-    ) -> (Vec<Htaccess>, Vec<String>, Vec<String>) {
-        // Each server (main, then vhosts) with the URL roots it maps.
-        let main_aliases = alias_targets(server);
-        let mut servers: Vec<Reach> = Vec::new();
-        let main_names = access_names(server, None);
-        if let Some(root) = &server.settings.host().document_root {
-            let mut roots = vec![root.value.clone()];
-            roots.extend(main_aliases.clone());
-            servers.push(Reach {
-                label: "server".into(),
-                index: None,
-                vhost: None,
-                roots,
-                names: main_names.clone(),
-            });
-        }
-        for (i, v) in vhosts.iter().enumerate() {
-            if !v.scope.enabled {
-                continue;
-            }
-            let mut roots: Vec<String> = v.document_root.iter().cloned().collect();
-            roots.extend(main_aliases.clone());
-            roots.extend(alias_targets(&v.scope));
-            let label = v.label(i);
-            servers.push(Reach {
-                label,
-                index: Some(i),
-                vhost: Some(v),
-                roots,
-                names: access_names(server, Some(&v.scope)),
-            });
-        }
+    ) -> (Vec<Htaccess>, Vec<String>, Vec<String>, Vec<std::path::PathBuf>) {
+        let servers = reaches(server, vhosts);
         let mut roots: Vec<String> = servers.iter().flat_map(|s| s.roots.clone()).collect();
         for (scope, path) in htaccess::directory_sections(server, None) {
             if scope.settings.allow_override.as_ref().is_some_and(|a| !a.classes.is_empty())
@@ -409,8 +387,8 @@ impl Builder {
         names.push(".htaccess".into());
         names.sort();
         names.dedup();
-        let (files, truncated) = htaccess::discover(&config.sysroot, &roots, &names, config.walk_limit);
-        if truncated {
+        let found = htaccess::discover(&config.sysroot, &roots, &names, config.walk_limit);
+        if found.truncated {
             self.diags.push(
                 Diagnostic::new(
                     Code::WalkLimit,
@@ -423,55 +401,11 @@ impl Builder {
                 .with_help("raise --walk-limit; .htaccess files not found are not part of this report"),
             );
         }
-        // Which servers map URLs into a folder: looked up by the folder and its ancestors.
-        let mut by_root: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
-        for (i, reach) in servers.iter().enumerate() {
-            for r in &reach.roots {
-                by_root.entry(r.trim_end_matches('/')).or_default().push(i);
-            }
-        }
-        let mut sections_of: Vec<Option<Vec<(&Scope, String)>>> = vec![None; servers.len()];
-        let mut jobs: Vec<Job> = Vec::new();
-        for path in files {
-            let dir = path.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
-            let file_name = path.rsplit('/').next().unwrap_or("").to_string();
-            let mut reaching: Vec<usize> =
-                htaccess::ancestors(&dir).filter_map(|a| by_root.get(a)).flatten().copied().collect();
-            reaching.sort_unstable();
-            reaching.dedup();
-            // Group the servers that reach this file by the permissions they give it.
-            let mut groups: Vec<Job> = Vec::new();
-            for i in reaching {
-                let Reach { label, index, vhost: v, names: accnames, .. } = &servers[i];
-                if !accnames.contains(&file_name) {
-                    continue;
-                }
-                let sections = sections_of[i]
-                    .get_or_insert_with(|| htaccess::directory_sections(server, v.map(|v| &v.scope)));
-                let perms = htaccess::perms_for(&dir, sections);
-                match groups.iter_mut().find(|g| g.perms.as_ref().is_some_and(|p| p.same_rights(&perms))) {
-                    Some(g) => {
-                        g.hosts.push(label.clone());
-                        g.ids.push(*index);
-                    }
-                    None => groups.push(Job {
-                        path: path.clone(),
-                        dir: dir.clone(),
-                        perms: Some(perms),
-                        hosts: vec![label.clone()],
-                        ids: vec![*index],
-                    }),
-                }
-            }
-            if groups.is_empty() {
-                groups.push(Job { path: path.clone(), dir, perms: None, hosts: Vec::new(), ids: Vec::new() });
-            }
-            jobs.extend(groups);
-        }
+        let jobs = jobs_for(server, &servers, found.files);
         let mut watched = roots.clone();
         watched.sort();
         watched.dedup();
-        (self.read_all(config, jobs), watched, names)
+        (self.read_all(config, jobs), watched, names, found.link_targets)
     }
 
     /// Reads and models the per-directory files on every core, then registers them in job
@@ -494,6 +428,91 @@ impl Builder {
         }
         out
     }
+}
+
+/// Each server (main, then vhosts) with the URL roots it maps and the per-directory file
+/// names it reads.
+fn reaches<'a>(server: &'a Scope, vhosts: &'a [VirtualHost]) -> Vec<Reach<'a>> {
+    let main_aliases = alias_targets(server);
+    let mut servers: Vec<Reach> = Vec::new();
+    if let Some(root) = &server.settings.host().document_root {
+        let mut roots = vec![root.value.clone()];
+        roots.extend(main_aliases.clone());
+        servers.push(Reach {
+            label: "server".into(),
+            index: None,
+            vhost: None,
+            roots,
+            names: access_names(server, None),
+        });
+    }
+    for (i, v) in vhosts.iter().enumerate() {
+        if !v.scope.enabled {
+            continue;
+        }
+        let mut roots: Vec<String> = v.document_root.iter().cloned().collect();
+        roots.extend(main_aliases.clone());
+        roots.extend(alias_targets(&v.scope));
+        servers.push(Reach {
+            label: v.label(i),
+            index: Some(i),
+            vhost: Some(v),
+            roots,
+            names: access_names(server, Some(&v.scope)),
+        });
+    }
+    servers
+}
+
+/// The files found, each with the servers that reach it grouped by the permissions they
+/// give it (one job per group; a file no server reaches is one job without servers).
+fn jobs_for(server: &Scope, servers: &[Reach], files: Vec<String>) -> Vec<Job> {
+    // Which servers map URLs into a folder: looked up by the folder and its ancestors.
+    let mut by_root: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, reach) in servers.iter().enumerate() {
+        for r in &reach.roots {
+            by_root.entry(r.trim_end_matches('/')).or_default().push(i);
+        }
+    }
+    let mut sections_of: Vec<Option<Vec<(&Scope, String)>>> = vec![None; servers.len()];
+    let mut jobs: Vec<Job> = Vec::new();
+    for path in files {
+        let dir = path.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+        let file_name = path.rsplit('/').next().unwrap_or("").to_string();
+        let mut reaching: Vec<usize> =
+            htaccess::ancestors(&dir).filter_map(|a| by_root.get(a)).flatten().copied().collect();
+        reaching.sort_unstable();
+        reaching.dedup();
+        // Group the servers that reach this file by the permissions they give it.
+        let mut groups: Vec<Job> = Vec::new();
+        for i in reaching {
+            let Reach { label, index, vhost: v, names: accnames, .. } = &servers[i];
+            if !accnames.contains(&file_name) {
+                continue;
+            }
+            let sections = sections_of[i]
+                .get_or_insert_with(|| htaccess::directory_sections(server, v.map(|v| &v.scope)));
+            let perms = htaccess::perms_for(&dir, sections);
+            match groups.iter_mut().find(|g| g.perms.as_ref().is_some_and(|p| p.same_rights(&perms))) {
+                Some(g) => {
+                    g.hosts.push(label.clone());
+                    g.ids.push(*index);
+                }
+                None => groups.push(Job {
+                    path: path.clone(),
+                    dir: dir.clone(),
+                    perms: Some(perms),
+                    hosts: vec![label.clone()],
+                    ids: vec![*index],
+                }),
+            }
+        }
+        if groups.is_empty() {
+            groups.push(Job { path: path.clone(), dir, perms: None, hosts: Vec::new(), ids: Vec::new() });
+        }
+        jobs.extend(groups);
+    }
+    jobs
 }
 
 /// One .htaccess file as reached with one set of permissions.

@@ -8,23 +8,78 @@
 //! lists it becomes the default, which is what Apache picks once the others are removed
 //! from its configuration.  Nothing is read again.
 
-use super::{Coverage, Model, vhost};
+use super::{Coverage, Model, VirtualHost, vhost};
 
 impl Model {
     /// Keeps the virtual hosts at the indices `keep` (into `self.vhosts`), in their order.
     pub fn keep_vhosts(&mut self, keep: &[usize]) {
-        let old = std::mem::take(&mut self.vhosts);
+        let old: Vec<Option<VirtualHost>> = std::mem::take(&mut self.vhosts).into_iter().map(Some).collect();
+        self.select(old, keep);
+    }
+
+    /// The model with only the virtual hosts at the indices `keep`, as [`Model::keep_vhosts`]
+    /// makes it; only what is kept is copied (one account of a server of thousands).
+    pub fn only_vhosts(&self, keep: &[usize]) -> Model {
+        let kept: std::collections::HashSet<Option<usize>> =
+            keep.iter().map(|&i| Some(i)).chain([None]).collect();
+        let mut m = Model {
+            input: self.input.clone(),
+            apache_version: self.apache_version.clone(),
+            server_root: self.server_root.clone(),
+            modules: self.modules.clone(),
+            server: self.server.clone(),
+            vhosts: Vec::new(),
+            skipped_vhosts: self.skipped_vhosts.clone(),
+            htaccess: self
+                .htaccess
+                .iter()
+                .filter(|h| h.host_ids.is_empty() || h.host_ids.iter().any(|id| kept.contains(id)))
+                .cloned()
+                .collect(),
+            coverage: Coverage::default(),
+            access_roots: self.access_roots.clone(),
+            access_names: self.access_names.clone(),
+            access_links: self.access_links.clone(),
+            registered_methods: self.registered_methods.clone(),
+        };
+        let old: Vec<Option<VirtualHost>> = self
+            .vhosts
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if keep.contains(&i) { Some(v.clone()) } else { None })
+            .collect();
+        let spans: Vec<(usize, crate::source::Span)> =
+            self.vhosts.iter().enumerate().map(|(i, v)| (i, v.scope.at)).collect();
+        m.select_with(old, keep, &spans);
+        m
+    }
+
+    fn select(&mut self, old: Vec<Option<VirtualHost>>, keep: &[usize]) {
+        let spans: Vec<(usize, crate::source::Span)> =
+            old.iter().enumerate().filter_map(|(i, v)| Some((i, v.as_ref()?.scope.at))).collect();
+        self.select_with(old, keep, &spans);
+    }
+
+    /// `old`: the vhosts by their old index (`None` for one not copied, never kept);
+    /// `spans`: where each old vhost starts.
+    fn select_with(
+        &mut self,
+        old: Vec<Option<VirtualHost>>,
+        keep: &[usize],
+        spans: &[(usize, crate::source::Span)],
+    ) {
         // Old index -> new index.
         let mut renumber: Vec<Option<usize>> = vec![None; old.len()];
-        let mut dropped_at = Vec::new();
         for (i, v) in old.into_iter().enumerate() {
-            if keep.contains(&i) {
+            if let Some(v) = v
+                && keep.contains(&i)
+            {
                 renumber[i] = Some(self.vhosts.len());
                 self.vhosts.push(v);
-            } else {
-                dropped_at.push(v.scope.at);
             }
         }
+        let dropped_at: std::collections::HashSet<crate::source::Span> =
+            spans.iter().filter(|(i, _)| renumber[*i].is_none()).map(|(_, at)| *at).collect();
         self.server
             .directives
             .retain(|d| !(d.name.eq_ignore_ascii_case("<VirtualHost") && dropped_at.contains(&d.at)));
@@ -128,6 +183,17 @@ mod tests {
             // Only the main server's lines around the dropped vhosts stay.
             let around = matches!(e.directive.as_str(), "Include" | "<IfModule");
             assert!(!e.at.contains("shop.example") || around, "{} {}", e.at, e.directive);
+        }
+    }
+
+    #[test]
+    fn a_copy_of_some_vhosts_is_what_keeping_them_makes() {
+        let (_, model) = plesk();
+        for keep in [vec![], vec![0], vec![1, 3], (0..model.vhosts.len()).collect::<Vec<_>>()] {
+            let copy = model.only_vhosts(&keep);
+            let (_, mut kept) = plesk();
+            kept.keep_vhosts(&keep);
+            assert_eq!(serde_json::to_string(&copy).unwrap(), serde_json::to_string(&kept).unwrap());
         }
     }
 

@@ -90,6 +90,11 @@ impl SourceMap {
         self.files.len()
     }
 
+    /// Forgets the files added after the first `n` (their ids are given out again).
+    pub fn truncate(&mut self, n: usize) {
+        self.files.truncate(n);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }

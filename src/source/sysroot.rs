@@ -42,7 +42,11 @@ impl Sysroot {
         match &self.root {
             None => Some(host.to_string_lossy().into_owned()),
             Some(root) => {
-                let rel = host.strip_prefix(root).ok()?;
+                // (a relative root given, an absolute path asked about: by the working folder)
+                let rel = host.strip_prefix(root).ok().or_else(|| {
+                    let cwd = std::env::current_dir().ok()?;
+                    host.strip_prefix(cwd.join(root)).ok().filter(|_| root.is_relative())
+                })?;
                 Some(clean_path(&format!("/{}", rel.to_string_lossy())))
             }
         }

@@ -528,23 +528,35 @@ pub fn is_runtime(rel: &std::path::Path) -> bool {
         && rel.file_name().and_then(|n| n.to_str()).is_some_and(|n| RUNTIME.contains(&n))
 }
 
-/// The identity of an output's modules: FNV-1a (64 bits) over the path and text of every
-/// Lua file, the output folder's own path left out (outputs that differ only in where
-/// they are have one identity), as hex. Equal outputs have equal identities, so a
-/// conversion run again on an unchanged site writes the same bytes.
-fn output_id(files: &[(PathBuf, String)], out_dir: &std::path::Path) -> String {
+/// The identity of an output's Lua (lua/lighten_output.lua): a digest of each Lua file's
+/// digest ([`lua_digest`]) in the output's order. `lighten watch` keeps the digests and
+/// recomputes the identity when it replaces some modules, without reading the others.
+pub fn output_id(files: &[(PathBuf, String)], out_dir: &std::path::Path) -> String {
+    output_id_of(
+        files
+            .iter()
+            .filter(|(rel, _)| rel.extension().is_some_and(|e| e == "lua"))
+            .map(|(rel, text)| lua_digest(rel, text, out_dir)),
+    )
+}
+
+/// One Lua file's digest: its name and its text, the output folder's path left out (an
+/// output moved or checked in a sandbox is the same output).
+pub fn lua_digest(rel: &std::path::Path, text: &str, out_dir: &std::path::Path) -> u64 {
     use crate::batch::shard::{FNV1A64_OFFSET, fnv1a64_from};
     let out = out_dir.to_string_lossy();
-    let mut h = FNV1A64_OFFSET;
-    for (rel, text) in files {
-        if rel.extension().is_some_and(|e| e == "lua") {
-            h = fnv1a64_from(h, rel.to_string_lossy().as_bytes());
-            for (i, part) in text.split(out.as_ref()).enumerate() {
-                h = fnv1a64_from(h, if i == 0 { b"\0" } else { b"\0OUT" });
-                h = fnv1a64_from(h, part.as_bytes());
-            }
-        }
+    let mut h = fnv1a64_from(FNV1A64_OFFSET, rel.to_string_lossy().as_bytes());
+    for (i, part) in text.split(out.as_ref()).enumerate() {
+        h = fnv1a64_from(h, if i == 0 { b"\0" } else { b"\0OUT" });
+        h = fnv1a64_from(h, part.as_bytes());
     }
+    h
+}
+
+/// The identity from the Lua files' digests, in the output's order.
+pub fn output_id_of(digests: impl IntoIterator<Item = u64>) -> String {
+    use crate::batch::shard::{FNV1A64_OFFSET, fnv1a64_from};
+    let h = digests.into_iter().fold(FNV1A64_OFFSET, |h, d| fnv1a64_from(h, &d.to_le_bytes()));
     format!("{h:016x}")
 }
 

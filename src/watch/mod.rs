@@ -41,6 +41,10 @@ pub enum Why {
     /// A folder under a watched tree created, removed or renamed: it may hold or have
     /// held per-directory files.
     Folder,
+    /// No event: the whole conversion that follows site-only steps once the folders are
+    /// quiet (it brings report.md and report.json up to date, and must find nothing else
+    /// to write).
+    Confirm,
 }
 
 impl Watched {
@@ -191,13 +195,45 @@ pub struct Record {
     pub enforce_ms: u64,
     /// Of that, reading and converting.
     pub convert_ms: u64,
+    /// The sites converted alone (one name each), when the step converted only the sites
+    /// the change concerns; empty when it converted the whole configuration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<String>,
+    /// The output's files written, relative to its folder.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<String>,
 }
 
+/// The reports, which site-only steps leave to the whole conversion after them.
+pub const REPORTS: [&str; 2] = ["report.md", "report.json"];
+
 impl Record {
+    /// Marks the record of the whole conversion after site-only steps: anything it wrote
+    /// beside the reports is what those steps missed, and is said.
+    pub fn confirm(&mut self) {
+        let missed: Vec<&String> = self.written.iter().filter(|w| !REPORTS.contains(&w.as_str())).collect();
+        if self.outcome == Outcome::Converted && !missed.is_empty() {
+            let missed: Vec<&str> = missed.iter().map(|s| s.as_str()).collect();
+            self.reason = Some(format!(
+                "the site-only steps before it left {} different from the whole conversion; the whole conversion is written",
+                missed.join(", ")
+            ));
+        }
+    }
+
     /// One line of text.
     pub fn text(&self) -> String {
-        let what = if self.changed.is_empty() { "start".to_string() } else { self.changed.join(", ") };
+        let what = if self.why.contains(&Why::Confirm) {
+            "whole conversion after the site-only steps".to_string()
+        } else if self.changed.is_empty() {
+            "start".to_string()
+        } else {
+            self.changed.join(", ")
+        };
         let mut s = format!("{} {what}: ", self.time);
+        if !self.sites.is_empty() {
+            s.push_str(&format!("site {} alone, ", self.sites.join(", ")));
+        }
         match self.outcome {
             Outcome::Converted => {
                 let counts: Vec<String> = self.counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
@@ -221,6 +257,9 @@ impl Record {
                     Reload::None => {}
                 }
                 s.push_str(&format!(", in force after {} ms", self.enforce_ms));
+                if let Some(r) = &self.reason {
+                    s.push_str(&format!("; {r}"));
+                }
             }
             Outcome::Unchanged => s.push_str("the conversion is the same, nothing to do"),
             Outcome::Refused => {

@@ -133,7 +133,8 @@ fn record_for(rx: &mpsc::Receiver<serde_json::Value>, file: &Path, name: &str) -
         let r = rx.recv_timeout(left).unwrap_or_else(|_| panic!("{name}: watch logged nothing for {want}"));
         let named =
             r["changed"].as_array().is_some_and(|c| c.iter().any(|p| p.as_str() == Some(want.as_str())));
-        if named {
+        // (not the whole conversion confirming site-only steps, which names their files)
+        if named && r["why"] != serde_json::json!(["confirm"]) {
             return r;
         }
     }
@@ -199,6 +200,10 @@ fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
         // changed: a new auth block) a graceful restart.
         let kind = r["reload"]["kind"].as_str().unwrap_or_default().to_string();
         assert!(kind == "reloaded" || kind == "restarted", "{}: {r}", edit.name);
+        // An .htaccess edit converts the site alone, unless lighttpd.conf changes (then
+        // the whole configuration, and a restart).
+        let alone = r["sites"] == serde_json::json!([edits.server_name]);
+        assert_eq!(alone, kind == "reloaded", "{}: {r}", edit.name);
         reloads.insert(kind);
         // The new output answered the requests derived for the change before it was written
         // (every edit here reaches a rule or a folder those requests meet).
@@ -244,6 +249,20 @@ fn watch_keeps_a_running_site_in_step_with_htaccess_edits() {
     // Both ways of putting a change in force were met (Basic auth adds mod_auth blocks to
     // lighttpd.conf; the other edits change only Lua).
     assert_eq!(reloads.into_iter().collect::<Vec<_>>(), ["reloaded", "restarted"]);
+    // Once the folders are quiet, the whole conversion after the site-only steps writes
+    // the reports and finds nothing else they left different.
+    let confirm = loop {
+        let r =
+            rx.recv_timeout(Duration::from_secs(30)).expect("the whole conversion after the site-only steps");
+        if r["why"] == serde_json::json!(["confirm"]) {
+            break r;
+        }
+        eprintln!("record before the confirming conversion: {r}");
+    };
+    assert!(confirm["reason"].is_null(), "{confirm}");
+    let written: Vec<&str> =
+        confirm["written"].as_array().map_or(Vec::new(), |w| w.iter().filter_map(|x| x.as_str()).collect());
+    assert!(written.iter().all(|w| w.starts_with("report.")), "{confirm}");
     drop(child);
     drop(a);
 }

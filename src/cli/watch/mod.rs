@@ -10,6 +10,7 @@
 //! where a changed file is met, never the old answer.  Steps run after filesystem events
 //! (inotify, `tree.rs`) settle, so an editor's several writes are one change.
 
+mod site;
 mod tree;
 
 use super::args::WatchArgs;
@@ -32,6 +33,9 @@ use std::time::{Duration, Instant, SystemTime};
 const RESTART_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a hook script of the output looks for a new one (translate::conf's gate).
 const HOOK_TICK: Duration = Duration::from_millis(10);
+/// How long the folder stays quiet after site-only steps before the whole conversion that
+/// confirms them runs.
+const CONFIRM_QUIET: Duration = Duration::from_secs(2);
 /// The staging folder inside the output folder.
 const STAGING: &str = ".lighten-watch";
 /// A change is converted at the latest this long after its first event, however busy
@@ -60,6 +64,8 @@ struct Step {
     record: Record,
     watched: Option<Watched>,
     inexact: bool,
+    /// What the output is now the conversion of, when it is exactly that.
+    base: Option<site::Base>,
 }
 
 pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32> {
@@ -107,6 +113,11 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
     let mut first_at: Option<(Instant, SystemTime)> = Some((Instant::now(), SystemTime::now()));
     let mut last_at = Instant::now().checked_sub(settle).unwrap_or_else(Instant::now);
     let debug = std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some();
+    // The conversion the output is (kept for site-only steps), and the paths site-only
+    // steps converted since the last whole conversion.
+    let mut base: Option<site::Base> = None;
+    let mut since_whole: Option<Vec<PathBuf>> = None;
+    let mut quiet_since = Instant::now();
     while !run::process::interrupted() {
         let wait = if first_at.is_some() {
             settle.min(Duration::from_millis(200))
@@ -133,15 +144,49 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
             pending.entry(job.out_dir.clone()).or_insert(Why::Folder);
             first_at.get_or_insert((Instant::now(), SystemTime::now()));
         }
-        let Some((t0, wall)) = first_at else { continue };
+        let Some((t0, wall)) = first_at else {
+            // Quiet after site-only steps: the whole conversion brings the reports up to
+            // date and confirms them.
+            if since_whole.is_some() && quiet_since.elapsed() >= CONFIRM_QUIET {
+                let changed = since_whole.take().unwrap_or_default();
+                let mut step = job.step(changed, vec![Why::Confirm], Instant::now(), SystemTime::now());
+                step.record.confirm();
+                job.log(&step.record);
+                base = step.base;
+            }
+            continue;
+        };
         if last_at.elapsed() < settle && t0.elapsed() < SETTLE_MAX {
             continue;
         }
         let why: Vec<Why> = pending.values().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let changed: Vec<PathBuf> = std::mem::take(&mut pending).into_keys().collect();
         first_at = None;
-        let step = job.step(changed, why, t0, wall);
+        let sites_only = !changed.is_empty() && why.iter().all(|w| *w != Why::ServerConfig);
+        let step = match base.as_mut().filter(|_| sites_only) {
+            Some(b) => match job.step_sites(b, &changed, why.clone(), t0, wall) {
+                Ok(step) => {
+                    if step.record.outcome == Outcome::Converted {
+                        since_whole.get_or_insert_with(Vec::new).extend(changed.iter().cloned());
+                        quiet_since = Instant::now();
+                    }
+                    step
+                }
+                Err(reason) => {
+                    if debug {
+                        eprintln!("lighten watch: converting the whole configuration: {reason}");
+                    }
+                    base = None;
+                    job.step(changed, why, t0, wall)
+                }
+            },
+            None => job.step(changed, why, t0, wall),
+        };
         job.log(&step.record);
+        if step.record.sites.is_empty() {
+            base = step.base;
+            since_whole = None;
+        }
         if let Some(w) = step.watched
             && w != watched
         {
@@ -169,6 +214,8 @@ impl Job {
     }
 
     /// Converts, checks and writes; `changed` is what the events named (empty at start).
+    /// The step's base is the loaded configuration when the output is then exactly its
+    /// conversion (converted, or unchanged).
     fn step(&self, changed: Vec<PathBuf>, why: Vec<Why>, t0: Instant, wall: SystemTime) -> Step {
         let mut record = Record {
             time: watch::rfc3339(wall),
@@ -182,6 +229,8 @@ impl Job {
             checked: 0,
             enforce_ms: 0,
             convert_ms: 0,
+            sites: Vec::new(),
+            written: Vec::new(),
         };
         let ms = |d: Duration| d.as_millis() as u64;
         let (cfg, model) =
@@ -190,7 +239,7 @@ impl Job {
                 Err(e) => {
                     record.reason = Some(format!("{e:#}"));
                     record.enforce_ms = ms(t0.elapsed());
-                    return Step { record, watched: None, inexact: true };
+                    return Step { record, watched: None, inexact: true, base: None };
                 }
             };
         let watched = Watched::of(&cfg, &model, self.ignored());
@@ -208,7 +257,7 @@ impl Job {
             Err(e) => {
                 record.reason = Some(format!("{e:#}"));
                 record.enforce_ms = ms(t0.elapsed());
-                return Step { record, watched: Some(watched), inexact: true };
+                return Step { record, watched: Some(watched), inexact: true, base: None };
             }
         };
         record.convert_ms = ms(t0.elapsed());
@@ -216,18 +265,25 @@ impl Job {
         record.findings = watch::htaccess_errors(&cfg, &changed);
         record.findings.extend(watch::findings_in(&conv.report, &changed));
         let inexact = conv.report.inexact();
-        let done = |mut record: Record, outcome: Outcome, reason: Option<String>| {
-            record.outcome = outcome;
-            record.reason = reason;
-            record.enforce_ms = ms(t0.elapsed());
-            Step { record, watched: Some(watched.clone()), inexact }
-        };
-        if self.strict && inexact {
-            return done(
-                record,
-                Outcome::Refused,
-                Some("--strict, and some directives are not exact".into()),
-            );
+        let (outcome, reason) = self.put_in_force(&cfg, &model, &conv, &mut record);
+        record.outcome = outcome;
+        record.reason = reason;
+        record.enforce_ms = ms(t0.elapsed());
+        let base = (outcome != Outcome::Refused).then(|| site::Base::new(cfg, model, &conv, &self.out_dir));
+        Step { record, watched: Some(watched), inexact, base }
+    }
+
+    /// The whole conversion's files that differ from the output's, checked, written and
+    /// read by the running lighttpd.
+    fn put_in_force(
+        &self,
+        cfg: &crate::config::Config,
+        model: &crate::model::Model,
+        conv: &crate::translate::Conversion,
+        record: &mut Record,
+    ) -> (Outcome, Option<String>) {
+        if self.strict && conv.report.inexact() {
+            return (Outcome::Refused, Some("--strict, and some directives are not exact".into()));
         }
         // Only what differs is checked and written (a server's site data can be tens of
         // megabytes; a byte comparison, no diff).
@@ -238,27 +294,27 @@ impl Job {
             .cloned()
             .collect();
         if changed.is_empty() {
-            return done(record, Outcome::Unchanged, None);
+            return (Outcome::Unchanged, None);
         }
         // The runtime folder (created, and given to lighttpd's user) is what the checks
         // look at too.
-        if let Err(e) = super::convert::give_runtime_dir(&conv, &self.runtime_dir) {
-            return done(record, Outcome::Refused, Some(format!("{e:#}")));
+        if let Err(e) = super::convert::give_runtime_dir(conv, &self.runtime_dir) {
+            return (Outcome::Refused, Some(format!("{e:#}")));
         }
-        if let Err(e) = self.check_staged(&conv, &changed) {
-            return done(record, Outcome::Refused, Some(e));
+        if let Err(e) = self.check_staged(conv, &changed) {
+            return (Outcome::Refused, Some(e));
         }
-        match self.check_answers(&cfg, &model, &record.changed) {
-            Ok(n) => record.checked = n,
-            Err(e) => return done(record, Outcome::Refused, Some(e)),
+        // The reports alone (the whole conversion after site-only steps) answer nothing.
+        if !changed.iter().all(|(rel, _)| site::is_report(rel)) {
+            match self.check_answers(cfg, model, &record.changed, true) {
+                Ok(n) => record.checked = n,
+                Err(e) => return (Outcome::Refused, Some(e)),
+            }
         }
         if let Err(e) = plan::apply(&self.out_dir, &changed) {
-            return done(
-                record,
-                Outcome::Refused,
-                Some(format!("writing {}: {e:#}", self.out_dir.display())),
-            );
+            return (Outcome::Refused, Some(format!("writing {}: {e:#}", self.out_dir.display())));
         }
+        record.written = changed.iter().map(|(rel, _)| rel.display().to_string()).collect();
         // lighttpd.conf and the fixed runtime unchanged: the hook scripts reload the rest
         // (translate::conf::OUTPUT_ID); else lighttpd restarts.
         let restart = changed
@@ -270,7 +326,7 @@ impl Job {
         }) {
             self.reload_fpm();
         }
-        done(record, Outcome::Converted, None)
+        (Outcome::Converted, None)
     }
 
     /// The files that change written to the staging folder and checked there: what would
@@ -312,11 +368,14 @@ impl Job {
     /// in a sandbox on a free loopback port: a request Apache refuses (4xx) that it serves
     /// (2xx) refuses the change. Plain-http requests only, 200 at most; returns how many
     /// were sent.
+    /// `whole`: the model is the whole configuration's, and only the sites the change
+    /// concerns are checked (on a conversion of them alone); else it is those sites'.
     fn check_answers(
         &self,
         cfg: &crate::config::Config,
         model: &crate::model::Model,
         changed: &[String],
+        whole: bool,
     ) -> Result<usize, String> {
         use crate::verify::{self, derive};
         if changed.is_empty() {
@@ -331,14 +390,14 @@ impl Job {
         // The sites the change can concern: those whose document root holds every changed
         // file (an .htaccess edit in one account of a big server); a change anywhere else
         // concerns them all. Only their requests are checked, on a conversion of only them.
-        let sites = affected_sites(cfg, model, changed);
+        let sites = if whole { affected_sites(cfg, model, changed) } else { None };
         let mut picked = Vec::new();
         for req in derive::requests(model, &cfg.sysroot, &derive::Limits::default()) {
             if req.scheme != "http" || picked.len() >= 200 {
                 continue;
             }
             let h = req.host.clone().unwrap_or_else(|| host.clone());
-            if let Some((names, _)) = &sites {
+            if let Some(Affected { names, .. }) = &sites {
                 let bare = h.rsplit_once(':').map_or(h.as_str(), |(n, _)| n).to_ascii_lowercase();
                 if !names.contains(&bare) {
                     continue;
@@ -371,7 +430,7 @@ impl Job {
         let port = run::sandbox::free_port().map_err(|e| fail(&e))?;
         let out = sb.path().join("lighttpd");
         let only = match &sites {
-            Some((_, primary)) => Some(
+            Some(Affected { primary, .. }) => Some(
                 super::convert::load_sites(&self.config, &self.load, primary, false).map_err(|e| fail(&e))?,
             ),
             None => None,
@@ -520,7 +579,7 @@ fn affected_sites(
     cfg: &crate::config::Config,
     model: &crate::model::Model,
     changed: &[String],
-) -> Option<(Vec<String>, Vec<String>)> {
+) -> Option<Affected> {
     let roots: Vec<(usize, PathBuf)> = model
         .vhosts
         .iter()
@@ -554,6 +613,7 @@ fn affected_sites(
         hit.extend(mine);
     }
     let (mut names, mut primary) = (Vec::new(), Vec::new());
+    let indices: Vec<usize> = hit.iter().copied().collect();
     for &i in &hit {
         let v = &model.vhosts[i];
         let name = v.server_name.clone()?;
@@ -562,7 +622,18 @@ fn affected_sites(
             primary.push(name);
         }
     }
-    Some((names, primary))
+    Some(Affected { names, primary, indices })
+}
+
+/// The sites a change concerns ([`affected_sites`]).
+struct Affected {
+    /// Their names and aliases, lower case.
+    names: Vec<String>,
+    /// One name each (what `--vhost` takes).
+    primary: Vec<String>,
+    /// The vhosts whose document root holds a changed path or that reach a changed file
+    /// (indices into `Model::vhosts`).
+    indices: Vec<usize>,
 }
 
 #[cfg(test)]
@@ -578,14 +649,14 @@ mod tests {
             crate::cli::load::checked(Path::new("fixtures/plesk/var/www/vhosts"), &opts, false).unwrap();
         let at =
             |rel: &str| absolute(Path::new(&format!("fixtures/plesk/{rel}"))).unwrap().display().to_string();
-        let (names, primary) =
+        let Affected { names, primary, .. } =
             affected_sites(&cfg, &model, &[at("var/www/vhosts/shop.example/httpdocs/.htaccess")]).unwrap();
         assert_eq!(primary, ["shop.example"]);
         assert!(names.contains(&"www.shop.example".to_string()), "{names:?}");
         assert!(!names.iter().any(|n| n.contains("blog")), "{names:?}");
-        assert_eq!(
-            affected_sites(&cfg, &model, &[at("var/www/vhosts/system/shop.example/conf/vhost.conf")]),
-            None
+        assert!(
+            affected_sites(&cfg, &model, &[at("var/www/vhosts/system/shop.example/conf/vhost.conf")])
+                .is_none()
         );
     }
 }

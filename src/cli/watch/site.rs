@@ -1,0 +1,401 @@
+//! The site-only step: an .htaccess edit in one account of a big server converts that
+//! account alone and puts only its own files in force, in tens of milliseconds instead of
+//! the seconds a whole server takes.
+//!
+//! The last whole conversion stays in memory ([`Base`]: the configuration read, its model,
+//! the digest of each Lua file written). On a change to per-directory files only, the
+//! changed paths are read again into the model (`model::reread`), the sites reaching them
+//! are converted alone twice, as they were and as they are now (the same conversion
+//! `convert --vhost` makes), and the difference is what is written, provided it is made
+//! only of files the output holds exactly as the site's conversion made them before: the
+//! site's own compiled modules, its entries in the .htaccess safety net's table
+//! (lua/lighten_htaccess.lua), and the output's identity (lua/lighten_output.lua, from the
+//! kept digests). Anything else (lighttpd.conf, a module another site shares, the
+//! interpreter's data, a link on the way) is a whole step. report.md and report.json are
+//! brought up to date by the whole conversion watch runs once the folder is quiet, which
+//! also confirms the site-only steps: it must find nothing else to write.
+
+use super::{Job, Step};
+use crate::config::Config;
+use crate::model::{Model, Reread};
+use crate::translate::{self, Conversion};
+use crate::watch::{self, Outcome, Record};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+/// What the output in force was made from.
+pub struct Base {
+    pub cfg: Config,
+    pub model: Model,
+    /// Each Lua file of the output and its digest (`translate::lua_digest`), in the
+    /// output's order.
+    pub lua: Vec<(PathBuf, u64)>,
+}
+
+impl Base {
+    pub fn new(cfg: Config, model: Model, conv: &Conversion, out_dir: &Path) -> Base {
+        let lua = conv
+            .files
+            .iter()
+            .filter(|(rel, _)| rel.extension().is_some_and(|e| e == "lua") && rel.as_os_str() != IDENTITY)
+            .map(|(rel, text)| (rel.clone(), translate::lua_digest(rel, text, out_dir)))
+            .collect();
+        Base { cfg, model, lua }
+    }
+}
+
+/// The files a site-only step takes care of itself (the table and the identity), or leaves
+/// to the whole conversion that follows (the reports).
+const SAFETY_NET: &str = "lua/lighten_htaccess.lua";
+const IDENTITY: &str = "lua/lighten_output.lua";
+use crate::watch::REPORTS;
+
+/// Whether `rel` is one of the reports (written by whole conversions only).
+pub fn is_report(rel: &Path) -> bool {
+    REPORTS.iter().any(|r| rel.as_os_str() == *r)
+}
+
+impl Job {
+    /// The site-only step for `changed` (per-directory files and folders only). `Err` says
+    /// why only a whole step is exact here; the base is then no longer the output's
+    /// (`model::reread` may have changed it) and must be dropped.
+    pub(super) fn step_sites(
+        &self,
+        base: &mut Base,
+        changed: &[PathBuf],
+        why: Vec<watch::Why>,
+        t0: Instant,
+        wall: SystemTime,
+    ) -> Result<Step, String> {
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        let mut record = Record {
+            time: watch::rfc3339(wall),
+            changed: changed.iter().map(|p| p.display().to_string()).collect(),
+            why,
+            outcome: Outcome::Unchanged,
+            reason: None,
+            counts: BTreeMap::new(),
+            findings: Vec::new(),
+            reload: watch::Reload::None,
+            checked: 0,
+            enforce_ms: 0,
+            convert_ms: 0,
+            sites: Vec::new(),
+            written: Vec::new(),
+        };
+        let named: Vec<String> = record.changed.clone();
+        let sites = super::affected_sites(&base.cfg, &base.model, &named)
+            .ok_or("the change concerns the main server or a site without a name")?;
+        let keep = site_vhosts(&base.model, &sites.indices);
+        record.sites = sites.primary.clone();
+        let before = base.model.only_vhosts(&keep);
+        match crate::model::reread(&mut base.cfg, &mut base.model, changed) {
+            Reread::Whole(why) => return Err(why),
+            Reread::Same => {
+                let files = self.restat(base, changed)?;
+                record.convert_ms = ms(t0.elapsed());
+                if !files.is_empty() {
+                    self.write(base, &files)?;
+                    record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
+                    record.reload = self.reload(false);
+                    record.outcome = Outcome::Converted;
+                    record.reason = Some(
+                        "the same rules: the .htaccess safety net takes the files' new size and time".into(),
+                    );
+                }
+                record.enforce_ms = ms(t0.elapsed());
+                return Ok(Step { record, watched: None, inexact: false, base: None });
+            }
+            Reread::Changed { vhosts, main } => {
+                if main || vhosts.iter().any(|v| !keep.contains(v)) {
+                    return Err("the changed files are also read by another site".into());
+                }
+            }
+        }
+        let after = base.model.only_vhosts(&keep);
+        let (old, new) = std::thread::scope(|s| {
+            let old = s.spawn(|| self.convert(&base.cfg, &before));
+            let new = self.convert(&base.cfg, &after);
+            (old.join().map_err(|_| "converting the site as it was failed".to_string()), new)
+        });
+        let (old, new) = (old??, new?);
+        record.convert_ms = ms(t0.elapsed());
+        record.counts = new.report.counts.clone();
+        record.findings = watch::htaccess_errors(&base.cfg, changed);
+        record.findings.extend(watch::findings_in(&new.report, changed));
+        let inexact = new.report.inexact();
+        let files = self.splice(base, &old, &new, changed)?;
+        let done = |mut record: Record, outcome: Outcome, reason: Option<String>| {
+            record.outcome = outcome;
+            record.reason = reason;
+            record.enforce_ms = ms(t0.elapsed());
+            record
+        };
+        if files.is_empty() {
+            let record = done(record, Outcome::Unchanged, None);
+            return Ok(Step { record, watched: None, inexact, base: None });
+        }
+        if self.strict && inexact {
+            return Err("--strict, and some directives are not exact".into());
+        }
+        // The same checks as a whole step's, on the site's own conversion.
+        self.check_staged(&new, &files)?;
+        let checked = self.check_answers(&base.cfg, &after, &record.changed, false)?;
+        record.checked = checked;
+        self.write(base, &files)?;
+        record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
+        record.reload = self.reload(false);
+        let record = done(record, Outcome::Converted, None);
+        Ok(Step { record, watched: None, inexact, base: None })
+    }
+
+    /// Writes `files` (the identity last) and keeps their digests.
+    fn write(&self, base: &mut Base, files: &[(PathBuf, String)]) -> Result<(), String> {
+        crate::plan::apply(&self.out_dir, files)
+            .map_err(|e| format!("writing {}: {e:#}", self.out_dir.display()))?;
+        for (rel, text) in files {
+            if let Some(slot) = base.lua.iter_mut().find(|(r, _)| r == rel) {
+                slot.1 = translate::lua_digest(rel, text, &self.out_dir);
+            }
+        }
+        Ok(())
+    }
+
+    /// The site converted as `convert --vhost` converts it, for this output.
+    fn convert(&self, cfg: &Config, model: &Model) -> Result<Conversion, String> {
+        super::super::convert::prepare_model(
+            cfg,
+            model,
+            &self.out_dir,
+            &self.listen,
+            Some(&self.runtime_dir),
+            self.php.as_deref(),
+            true,
+        )
+        .map(|p| p.conv)
+        .map_err(|e| format!("{e:#}"))
+    }
+
+    /// The files to write, in the order they are written (modules, the safety net's
+    /// table, the identity last), when the site's conversion changed only what the output
+    /// holds exactly as the site's conversion made it before.
+    fn splice(
+        &self,
+        base: &Base,
+        old: &Conversion,
+        new: &Conversion,
+        changed: &[PathBuf],
+    ) -> Result<Vec<(PathBuf, String)>, String> {
+        let old_files: BTreeMap<&PathBuf, &String> = old.files.iter().map(|(p, t)| (p, t)).collect();
+        let new_files: BTreeMap<&PathBuf, &String> = new.files.iter().map(|(p, t)| (p, t)).collect();
+        let on_disk = |rel: &Path| std::fs::read_to_string(self.out_dir.join(rel)).ok();
+        let mut out = Vec::new();
+        let mut table = None;
+        for rel in old_files.keys().chain(new_files.keys()).collect::<std::collections::BTreeSet<_>>() {
+            let (o, n) = (old_files.get(rel).copied(), new_files.get(rel).copied());
+            let name = rel.to_string_lossy();
+            if name == SAFETY_NET {
+                // Always: both conversions read the files as they are now (a comment
+                // added changes no module, but the file's size and time).
+                let (Some(o), Some(n)) = (o, n) else {
+                    return Err(format!("{name} comes or goes"));
+                };
+                let whole = on_disk(rel).ok_or(format!("{name} is not in the output"))?;
+                let t =
+                    splice_table(&whole, o, n, changed).ok_or(format!("{name} changes beyond its files"))?;
+                table = (t != whole).then_some(t);
+                continue;
+            }
+            if o == n || name == IDENTITY || REPORTS.contains(&name.as_ref()) {
+                continue;
+            }
+            let (Some(o), Some(n)) = (o, n) else {
+                return Err(format!("{name} comes or goes"));
+            };
+            let own_module = rel.parent() == Some(Path::new("lua"))
+                && rel.extension().is_some_and(|e| e == "lua")
+                && !translate::is_runtime(rel)
+                && base.lua.iter().any(|(r, _)| r == *rel);
+            if !own_module {
+                return Err(format!("{name} changes"));
+            }
+            if on_disk(rel).as_deref() != Some(o.as_str()) {
+                return Err(format!("{name} in the output is not the site's alone"));
+            }
+            out.push(((*rel).clone(), n.clone()));
+        }
+        if out.is_empty() && table.is_none() {
+            return Ok(out);
+        }
+        out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
+        self.with_identity(base, out)
+    }
+
+    /// `files` followed by the output's new identity: the kept digests, those of the
+    /// files replaced recomputed.
+    fn with_identity(
+        &self,
+        base: &Base,
+        mut files: Vec<(PathBuf, String)>,
+    ) -> Result<Vec<(PathBuf, String)>, String> {
+        let id_of = |files: &[(PathBuf, String)]| {
+            translate::output_id_of(base.lua.iter().map(|(rel, d)| {
+                files
+                    .iter()
+                    .find(|(r, _)| r == rel)
+                    .map_or(*d, |(r, t)| translate::lua_digest(r, t, &self.out_dir))
+            }))
+        };
+        let identity = PathBuf::from(IDENTITY);
+        let now = std::fs::read_to_string(self.out_dir.join(&identity)).ok();
+        if now.as_deref() != Some(translate::conf::output_file(&id_of(&[])).as_str()) {
+            return Err("the output is not the one watch wrote last".into());
+        }
+        let id = translate::conf::output_file(&id_of(&files));
+        files.push((identity, id));
+        Ok(files)
+    }
+
+    /// The same per-directory files saved again (or a folder without any made): the
+    /// safety net's table takes their new size and time, if they changed.
+    fn restat(&self, base: &Base, changed: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, String> {
+        let rel = PathBuf::from(SAFETY_NET);
+        let whole =
+            std::fs::read_to_string(self.out_dir.join(&rel)).map_err(|e| format!("{SAFETY_NET}: {e}"))?;
+        let table =
+            restat_table(&whole, changed).ok_or(format!("{SAFETY_NET}: an entry cannot be read again"))?;
+        if table == whole {
+            return Ok(Vec::new());
+        }
+        self.with_identity(base, vec![(rel, table)])
+    }
+}
+
+/// The vhosts of the sites `hit` names (a site is the vhosts of one ServerName: its http
+/// and https hosts are converted together, as `--vhost` converts them).
+fn site_vhosts(model: &Model, hit: &[usize]) -> Vec<usize> {
+    let names: Vec<String> = hit
+        .iter()
+        .filter_map(|&i| model.vhosts[i].server_name.as_ref().map(|n| n.to_ascii_lowercase()))
+        .collect();
+    (0..model.vhosts.len())
+        .filter(|&i| {
+            hit.contains(&i)
+                || (model.vhosts[i].scope.enabled
+                    && model.vhosts[i]
+                        .server_name
+                        .as_ref()
+                        .is_some_and(|n| names.contains(&n.to_ascii_lowercase())))
+        })
+        .collect()
+}
+
+/// The entries of a lighten_htaccess.lua `files` table: its text before them, each entry's
+/// line by its file's path, and the text after them. `None` when an entry's path is
+/// escaped (its order in the table could then differ from the generator's).
+fn table_parts(text: &str) -> Option<(&str, BTreeMap<&str, &str>, &str)> {
+    const OPEN: &str = "  files = {\n";
+    const CLOSE: &str = "  },\n";
+    let start = text.find(OPEN)? + OPEN.len();
+    let len = text[start..].find(CLOSE)?;
+    let mut entries = BTreeMap::new();
+    for line in text[start..start + len].lines() {
+        let key = line.trim_start().strip_prefix("[\"")?.split_once("\"] = ")?.0;
+        if key.contains('\\') {
+            return None;
+        }
+        entries.insert(key, line);
+    }
+    Some((&text[..start], entries, &text[start + len..]))
+}
+
+fn render_table(head: &str, entries: &BTreeMap<&str, String>, tail: &str) -> String {
+    let mut out = head.to_string();
+    for line in entries.values() {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(tail);
+    out
+}
+
+/// Whether the file `key` names is one of `changed` or below one.
+fn under_changed(key: &str, changed: &[PathBuf]) -> bool {
+    changed.iter().any(|c| Path::new(key).starts_with(c))
+}
+
+/// lighten_htaccess.lua of the whole output with the entries of the files at or below
+/// `changed` taken from `new` (the site's table as the site's conversion now makes it).
+/// `None` when the site's table as it was (`old`) and `new` differ anywhere but in their
+/// entries.
+fn splice_table(whole: &str, old: &str, new: &str, changed: &[PathBuf]) -> Option<String> {
+    let (head, entries, tail) = table_parts(whole)?;
+    let (old_head, _, old_tail) = table_parts(old)?;
+    let (new_head, new_entries, new_tail) = table_parts(new)?;
+    if old_head != new_head || old_tail != new_tail {
+        return None;
+    }
+    let mut out: BTreeMap<&str, String> = entries
+        .into_iter()
+        .filter(|(k, _)| !under_changed(k, changed))
+        .map(|(k, l)| (k, l.to_string()))
+        .collect();
+    out.extend(
+        new_entries.into_iter().filter(|(k, _)| under_changed(k, changed)).map(|(k, l)| (k, l.to_string())),
+    );
+    Some(render_table(head, &out, tail))
+}
+
+/// lighten_htaccess.lua of the whole output with the entries of the files at or below
+/// `changed` as the files are now (the same files, saved again: their size or time
+/// changed, nothing else). `None` when an entry cannot be read.
+fn restat_table(whole: &str, changed: &[PathBuf]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let (head, entries, tail) = table_parts(whole)?;
+    let mut out = BTreeMap::new();
+    for (k, line) in entries {
+        if !under_changed(k, changed) {
+            out.insert(k, line.to_string());
+            continue;
+        }
+        let m = std::fs::metadata(k).ok()?;
+        out.insert(k, format!("    [\"{k}\"] = \"{} {} {}\",", m.ino(), m.size(), m.mtime()));
+    }
+    Some(render_table(head, &out, tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::splice_table;
+    use std::path::PathBuf;
+
+    fn table(files: &[(&str, &str)]) -> String {
+        let mut s = String::from("return {\n  reads = {\n    [\"/\"] = false,\n  },\n  files = {\n");
+        for (k, v) in files {
+            s.push_str(&format!("    [\"{k}\"] = \"{v}\",\n"));
+        }
+        s + "  },\n}\n"
+    }
+
+    #[test]
+    fn the_site_entries_are_replaced_in_the_whole_table() {
+        let whole =
+            table(&[("/a/.htaccess", "1 2 3"), ("/b/.htaccess", "4 5 6"), ("/b/x/.htaccess", "7 8 9")]);
+        let old = table(&[("/b/.htaccess", "4 5 6")]);
+        let new = table(&[("/b/.htaccess", "4 9 6"), ("/b/y/.htaccess", "1 1 1")]);
+        // /b/.htaccess edited, /b/x/.htaccess removed (the site's old table no longer
+        // names it: it is gone), /b/y/.htaccess new
+        let changed: Vec<PathBuf> =
+            ["/b/.htaccess", "/b/x", "/b/y/.htaccess"].iter().map(PathBuf::from).collect();
+        assert_eq!(
+            splice_table(&whole, &old, &new, &changed).unwrap(),
+            table(&[("/a/.htaccess", "1 2 3"), ("/b/.htaccess", "4 9 6"), ("/b/y/.htaccess", "1 1 1")])
+        );
+        // anything else differing is not the site's alone
+        let other = new.replace("[\"/\"] = false", "[\"/\"] = true");
+        assert_eq!(splice_table(&whole, &old, &other, &changed), None);
+        let escaped = table(&[("/b/\\\"q/.htaccess", "1 1 1")]);
+        assert_eq!(splice_table(&whole, &old, &escaped, &changed), None);
+    }
+}
