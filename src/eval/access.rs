@@ -97,7 +97,12 @@ fn legacy_allows(l: &super::dirconf::Legacy, c: &Client) -> bool {
     let matches = |rules: &[&crate::model::access::HostRule]| {
         rules.iter().any(|r| r.from.iter().any(|h| host_matches(h, c)))
     };
-    let (allow, deny) = (matches(&l.allow), matches(&l.deny));
+    // A host name needs DNS: taken to match in a Deny line and not in an Allow line (the
+    // stricter answer, as the conversion gives it).
+    let named = |rules: &[&crate::model::access::HostRule]| {
+        rules.iter().flat_map(|r| &r.from).any(|h| names_a_host(h))
+    };
+    let (allow, deny) = (matches(&l.allow), matches(&l.deny) || named(&l.deny));
     match l.order.map(|o| o.value).unwrap_or(Order::DenyAllow) {
         Order::DenyAllow => !deny || allow,
         Order::AllowDeny | Order::MutualFailure => allow && !deny,
@@ -123,12 +128,14 @@ fn host_matches(h: &str, c: &Client) -> bool {
 
 /// Whether `l`'s Allow or Deny lines name a host (double-reverse DNS in Apache).
 pub fn names_host(l: &super::dirconf::Legacy) -> bool {
-    l.allow.iter().chain(&l.deny).flat_map(|r| &r.from).any(|h| {
-        let lower = h.to_ascii_lowercase();
-        lower != "all"
-            && !lower.starts_with("env=")
-            && crate::model::subnet::parse_word(h) == Err(crate::model::subnet::SubnetError::NotAnAddress)
-    })
+    l.allow.iter().chain(&l.deny).flat_map(|r| &r.from).any(|h| names_a_host(h))
+}
+
+fn names_a_host(h: &str) -> bool {
+    let lower = h.to_ascii_lowercase();
+    lower != "all"
+        && !lower.starts_with("env=")
+        && crate::model::subnet::parse_word(h) == Err(crate::model::subnet::SubnetError::NotAnAddress)
 }
 
 /// An environment variable as Apache's tables find it: the name in any case.
@@ -238,8 +245,11 @@ fn eval(a: &Authz, c: &Client) -> Decision {
                 "env" => yes(args.iter().any(|v| env_get(c.env, v).is_some())),
                 "method" => yes(args.iter().any(|m| method_number(m) == method_number(c.method))),
                 "valid-user" | "user" | "group" | "file-owner" | "file-group" => Decision::NeedsUser,
-                // Host names need DNS; expressions are not evaluated: neither grants.
-                _ => Decision::Denied,
+                // Host names need DNS (host, forward-dns), and other providers are not
+                // known here: undecided, which never grants, negated or not (`Require
+                // not host` in a <RequireAll> refuses, where Apache refuses the hosts it
+                // names and lets the others in: stricter).
+                _ => return Decision::Denied,
             };
             if *negated { negate(d) } else { d }
         }

@@ -98,6 +98,9 @@ pub struct DirConfig<'m> {
     /// The password file (`AuthUserFile`), with where it is set.
     pub auth_user_file: Option<&'m crate::model::Spanned<String>>,
     pub options: u8,
+    /// A directive in force that narrows access and that the evaluator does not model
+    /// (`translate::report::access_not_carried`: RemoteIPHeader, AllowMethods, ...).
+    pub not_carried: Option<&'m str>,
     pub index: Option<&'m [String]>,
     pub directory_slash: bool,
     pub fallback: Option<&'m str>,
@@ -129,6 +132,7 @@ impl Default for DirConfig<'_> {
             auth_user_file: None,
             // Apache 2.4's default is `Options FollowSymlinks`.
             options: opt::SYM_LINKS,
+            not_carried: None,
             index: None,
             directory_slash: true,
             fallback: None,
@@ -366,7 +370,9 @@ pub fn location_match(s: &Scope, uri: &str) -> bool {
         Some(Matcher::Regex(re)) => regex_search(re, uri),
         Some(Matcher::Path(p)) => {
             if p.contains(['*', '?', '[']) {
-                return glob::Pattern::new(p).is_ok_and(|g| g.matches(uri));
+                // ap_location_walk: apr_fnmatch with APR_FNM_PATHNAME over the whole path
+                // (no wildcard, class included, matches a `/`)
+                return crate::expr::fnmatch(p, uri, true, false);
             }
             // ap_location_walk: the path as a prefix, which must end at a slash unless
             // the path ends in one (`<Location /a/>` is not `/a`: measured, Apache 401s
@@ -407,6 +413,13 @@ fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
                 opts.iter().any(|o| o == "allownoslash")
             },
         });
+    }
+    if let Some(d) = s
+        .directives
+        .iter()
+        .find(|d| d.enabled && crate::translate::report::access_not_carried(&d.name, &d.args).is_some())
+    {
+        dc.not_carried = Some(&d.name);
     }
     let a = st.access();
     if !a.require.is_empty() {

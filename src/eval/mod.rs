@@ -387,8 +387,8 @@ impl<'m> Engine<'m> {
                 "server_addr" => "127.0.0.1".to_string(),
                 "request_protocol" => self.req.protocol().to_string(),
                 _ if crate::model::env::is_header_regex(attr) => {
-                    let names =
-                        pcre2::bytes::RegexBuilder::new().caseless(true).build(&format!("^{attr}$")).ok();
+                    // as written (unanchored), in any case only for SetEnvIfNoCase
+                    let names = pcre2::bytes::RegexBuilder::new().caseless(rule.nocase).build(attr).ok();
                     let mut found = String::new();
                     if let Some(re) = names {
                         if re.is_match(b"Host").unwrap_or(false) {
@@ -1063,6 +1063,10 @@ impl<'m> Engine<'m> {
             has_credentials: self.req.header("Authorization").is_some(),
             exprs: &exprs,
         };
+        // What narrows access and is not modelled here (RemoteIPHeader, AllowMethods, ...).
+        if let Some(name) = dc.not_carried {
+            self.unknown.get_or_insert_with(|| format!("{name}: not modelled"));
+        }
         // Allow/Deny by host name: Apache asks DNS (double-reverse), which this does not.
         if dc.legacy.as_ref().is_some_and(access::names_host) {
             self.unknown.get_or_insert_with(|| "Allow or Deny by host name: decided by DNS".into());

@@ -46,6 +46,8 @@ codes! {
         "check that the site does without it (it grants no access), or keep the site on Apache until lighten carries it";
     UnknownToLighten = "unknown-to-lighten", "unsupported", "a directive lighten's catalogue does not know",
         "check the directive's module: if it changes answers, keep the site on Apache; lighttpd leaves it out";
+    AccessNotCarried = "access-not-carried", "unsupported", "a directive that narrows who gets in, or changes who the client is, which lighten does not carry over",
+        "keep the site on Apache, or remove the directive if the site does without it; until then the requests it governs answer 403";
     NoEffect = "no-effect", "ignored", "a directive that does not change how requests are answered, or that lighttpd sets its own way",
         "nothing: answers do not change; set lighttpd's own equivalent if you tuned this one";
     OwnLogs = "own-logs", "noted", "error logs: lighttpd keeps one, for the whole server",

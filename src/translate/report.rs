@@ -644,3 +644,27 @@ fn carried(
         },
     }
 }
+
+/// Why leaving the directive `name` (with `args`) out could let in a request Apache
+/// refuses: it narrows who gets in, or changes who the client is or which files a URL
+/// reaches. Such a directive is not carried over, and the requests it governs answer 403
+/// (both tiers: the interpreter refuses them, the compiler leaves such a host to it).
+pub fn access_not_carried(name: &str, args: &str) -> Option<&'static str> {
+    let arg = args.trim().to_ascii_lowercase();
+    Some(match name.to_ascii_lowercase().as_str() {
+        "remoteipheader" => {
+            "mod_remoteip takes the client's address from a request header, and Require ip, Allow and Deny judge that address"
+        }
+        "allowmethods" if arg != "reset" => "mod_allowmethods refuses (405) every other method",
+        "sslrequire" => "SSLRequire refuses what its expression does not allow",
+        "stricthostcheck" if arg == "on" => "StrictHostCheck refuses (400) a Host no virtual host names",
+        "virtualdocumentroot" | "virtualdocumentrootip" | "virtualscriptalias" | "virtualscriptaliasip" => {
+            "mod_vhost_alias maps each Host to a folder of its own"
+        }
+        "use" => "a mod_macro macro: its lines are not expanded",
+        "action" => {
+            "mod_actions hands files of a type or handler to a CGI program; lighttpd would send them as they are (a PHP file's source)"
+        }
+        _ => return None,
+    })
+}

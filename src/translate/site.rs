@@ -185,6 +185,15 @@ impl Site<'_> {
             if d.name.eq_ignore_ascii_case("SSLRequireSSL") {
                 v.set("require_ssl", true);
             }
+            if let Some(why) = super::report::access_not_carried(&d.name, &d.args) {
+                v.set("refuse", &*d.name);
+                self.findings.push(Finding::unsupported(
+                    Code::AccessNotCarried,
+                    d.at,
+                    why.into(),
+                    "the requests it governs answer 403",
+                ));
+            }
             if d.name.eq_ignore_ascii_case("SSLVerifyClient") && !d.args.trim().eq_ignore_ascii_case("none") {
                 v.set("refuse", "SSLVerifyClient");
                 self.findings.push(Finding::unsupported(
@@ -356,9 +365,10 @@ impl Site<'_> {
             let mut x = Value::table();
             x.set("attribute", attr.as_str());
             // An attribute that is no plain header name (nor a special one) matches header
-            // names as a regex (mod_setenvif's is_header_regex), anchored, in any case.
+            // names as a regex (mod_setenvif's is_header_regex), as written (unanchored),
+            // in any case only for SetEnvIfNoCase.
             if crate::model::env::is_header_regex(attr) {
-                let re = self.regex(&format!("^{attr}$"), true, r.at);
+                let re = self.regex(attr, r.nocase, r.at);
                 x.set("name_re", re);
             }
             let re = self.regex(test, r.nocase, r.at);
@@ -695,7 +705,9 @@ impl Site<'_> {
                     "host" | "forward-dns" => self.findings.push(Finding::approximated(
                         Code::RequireDns,
                         *at,
-                        format!("Require {provider} needs DNS; it never grants here (stricter)"),
+                        format!(
+                            "Require {provider} needs DNS; it never grants here, and `Require not {provider}` refuses (stricter)"
+                        ),
                     )),
                     "group" | "file-owner" | "file-group" => self.findings.push(Finding::unsupported(
                         Code::RequireProvider,
@@ -1079,6 +1091,10 @@ pub fn glob_to_regex(glob: &str, slash: bool) -> String {
             '*' => out.push_str(if slash { "[^/]*" } else { ".*" }),
             '?' => out.push_str(if slash { "[^/]" } else { "." }),
             '[' => {
+                // apr_fnmatch with APR_FNM_PATHNAME: a class never matches `/` either
+                if slash {
+                    out.push_str("(?!/)");
+                }
                 out.push('[');
                 if chars.peek() == Some(&'!') {
                     chars.next();

@@ -1054,7 +1054,9 @@ local function authz_eval(a, cx, user)
     if d == nil then refuse("a Require expr it cannot decide") end
     d = d and GRANTED or DENIED
   else
-    d = DENIED
+    -- host and forward-dns need DNS, other providers are not known here: undecided,
+    -- which never grants, negated or not (stricter where Apache would let a host in)
+    return DENIED
   end
   if a.negated then return authz_negate(d) end
   return d

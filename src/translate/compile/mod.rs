@@ -679,6 +679,14 @@ fn check_scope(s: &Scope, top: bool) -> Result<(), String> {
             return at("Allow/Deny from hosts");
         }
     }
+    // What narrows access and is not carried over: the interpreter answers 403 there.
+    if let Some(d) = s
+        .directives
+        .iter()
+        .find(|d| d.enabled && super::report::access_not_carried(&d.name, &d.args).is_some())
+    {
+        return at(&d.name);
+    }
     // SSLRequireSSL is a record's flag; a client certificate is not asked for per folder.
     if s.directives.iter().any(|d| {
         d.enabled
