@@ -79,6 +79,8 @@ pub struct RewriteDir<'m> {
     pub rules: Vec<&'m RewriteRule>,
     /// `RewriteOptions AllowNoSlash` (the folder's own RewriteOptions, else the inherited).
     pub allow_no_slash: bool,
+    /// The RewriteOptions in force (lower case): the section's own, else the inherited.
+    pub options: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -385,35 +387,50 @@ pub fn location_match(s: &Scope, uri: &str) -> bool {
     }
 }
 
+/// mod_rewrite's per-directory merge (config_perdir_merge) of one section's rewrite
+/// configuration `rw` over `prev`, what is in force above it. A section without rewrite
+/// directives changes nothing; the server's and vhost's RewriteEngine and RewriteOptions
+/// are the per-directory defaults (cmd_rewriteengine and cmd_rewriteoptions set both),
+/// while their rules run in server context and never join a folder's.
+pub fn merge_rewrite<'m>(
+    prev: Option<RewriteDir<'m>>,
+    rw: &'m crate::model::rewrite::RewriteConfig,
+    server_level: bool,
+    dir: &str,
+) -> Option<RewriteDir<'m>> {
+    use crate::model::rewrite::RuleOrder;
+    let counts = if server_level { rw.engine.is_some() || !rw.options.is_empty() } else { !rw.is_empty() };
+    if !counts {
+        return prev;
+    }
+    let own: Vec<String> = rw.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
+    let inherited: &[String] = prev.as_ref().map_or(&[], |p| p.options.as_slice());
+    let (options, order, merge_base) = crate::model::rewrite::perdir_merge(&own, inherited);
+    let own_rules: Vec<&RewriteRule> = if server_level { Vec::new() } else { rw.rules.iter().collect() };
+    let own_base = if server_level { None } else { rw.base.as_ref().map(|b| b.value.as_str()) };
+    let inherited_rules: Vec<&RewriteRule> = prev.as_ref().map_or(Vec::new(), |p| p.rules.clone());
+    let rules = match order {
+        RuleOrder::Own => own_rules,
+        RuleOrder::OwnThenInherited => own_rules.into_iter().chain(inherited_rules).collect(),
+        RuleOrder::InheritedThenOwn => inherited_rules.into_iter().chain(own_rules).collect(),
+    };
+    Some(RewriteDir {
+        engine: rw.engine.as_ref().map(|e| e.value).or(prev.as_ref().map(|p| p.engine)).unwrap_or(false),
+        base: if merge_base { own_base.or(prev.as_ref().and_then(|p| p.base)) } else { own_base },
+        directory: dir.to_string(),
+        rules,
+        allow_no_slash: options.iter().any(|o| o == "allownoslash"),
+        options,
+    })
+}
+
 /// Merges one scope into the configuration, module by module.
 fn apply<'m>(dc: &mut DirConfig<'m>, s: &'m Scope, dir: &str, t: &Target) {
     let st = &s.settings;
     let rw = st.rewrite();
     // Rules written in the server or vhost itself run in server context, not here.
     let server_level = matches!(s.kind, ScopeKind::Server | ScopeKind::VirtualHost);
-    if !rw.is_empty() && !server_level {
-        let opts: Vec<String> = rw.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
-        let inherit = opts.iter().any(|o| o == "inherit");
-        let before = opts.iter().any(|o| o == "inheritbefore");
-        let prev = dc.rewrite.take();
-        let own: Vec<&RewriteRule> = rw.rules.iter().collect();
-        let rules = match (&prev, inherit, before) {
-            (Some(p), _, true) => p.rules.iter().copied().chain(own).collect(),
-            (Some(p), true, _) => own.into_iter().chain(p.rules.iter().copied()).collect(),
-            _ => own,
-        };
-        dc.rewrite = Some(RewriteDir {
-            engine: rw.engine.as_ref().map(|e| e.value).or(prev.as_ref().map(|p| p.engine)).unwrap_or(false),
-            base: rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base)),
-            directory: dir.to_string(),
-            rules,
-            allow_no_slash: if opts.is_empty() {
-                prev.as_ref().is_some_and(|p| p.allow_no_slash)
-            } else {
-                opts.iter().any(|o| o == "allownoslash")
-            },
-        });
-    }
+    dc.rewrite = merge_rewrite(dc.rewrite.take(), rw, server_level, dir);
     if let Some(d) = s
         .directives
         .iter()

@@ -131,7 +131,7 @@ pub struct HostRule {
 }
 
 /// Providers mod_authz_* register on Debian 12 (mod_authz_core, _host, _user, _groupfile,
-/// _owner, _dbm, _dbd, _ldap).
+/// _owner, _dbm, _dbd, _ldap), and mod_ssl's (`Require ssl`, `Require ssl-verify-client`).
 const PROVIDERS: &[&str] = &[
     "all",
     "env",
@@ -154,6 +154,9 @@ const PROVIDERS: &[&str] = &[
     "ldap-attribute",
     "ldap-filter",
     "ldap-search",
+    // mod_ssl's
+    "ssl",
+    "ssl-verify-client",
 ];
 
 /// A `Require` line directly in a section or at the top level of a scope (an implicit

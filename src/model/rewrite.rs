@@ -557,3 +557,34 @@ mod tests {
         assert!(rule_flag("bogus").is_none());
     }
 }
+
+/// How one section's rewrite rules join those it inherits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleOrder {
+    /// Its own rules only.
+    Own,
+    /// Its own, then those inherited (`Inherit`, or `InheritDown` above it).
+    OwnThenInherited,
+    /// Those inherited, then its own (`InheritBefore`, or `InheritDownBefore` above it).
+    InheritedThenOwn,
+}
+
+/// mod_rewrite's per-directory merge (`config_perdir_merge`) of a section that has its own
+/// RewriteOptions `own` (lower case, empty when it sets none) over the options in force
+/// above it, `inherited`: the options then in force (its own when it sets any, else the
+/// inherited ones), how the rules join, and whether RewriteBase is inherited (`MergeBase`;
+/// without it a section's base is its own or none).
+pub fn perdir_merge(own: &[String], inherited: &[String]) -> (Vec<String>, RuleOrder, bool) {
+    let options: Vec<String> = if own.is_empty() { inherited.to_vec() } else { own.to_vec() };
+    let has = |list: &[String], o: &str| list.iter().any(|x| x == o);
+    let ignore = has(&options, "ignoreinherit");
+    let order = if has(&options, "inherit") || (has(inherited, "inheritdown") && !ignore) {
+        RuleOrder::OwnThenInherited
+    } else if has(&options, "inheritbefore") || (has(inherited, "inheritdownbefore") && !ignore) {
+        RuleOrder::InheritedThenOwn
+    } else {
+        RuleOrder::Own
+    };
+    let merge_base = has(&options, "mergebase");
+    (options, order, merge_base)
+}

@@ -709,6 +709,12 @@ impl Site<'_> {
                             "Require {provider} needs DNS; it never grants here, and `Require not {provider}` refuses (stricter)"
                         ),
                     )),
+                    "ssl-verify-client" => self.findings.push(Finding::unsupported(
+                        Code::ClientCertificate,
+                        *at,
+                        "Require ssl-verify-client: client certificates are not translated".into(),
+                        "it never grants: 403",
+                    )),
                     "group" | "file-owner" | "file-group" => self.findings.push(Finding::unsupported(
                         Code::RequireProvider,
                         *at,

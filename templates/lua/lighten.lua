@@ -623,34 +623,39 @@ local function apply(dc, s, dir, t)
   local st = s.settings
   local server_level = s.kind == "server" or s.kind == "virtual-host"
   local rwc = st.rewrite
-  if rwc and not server_level then
-    local inherit, before = false, false
-    for _, o in ipairs(rwc.options or {}) do
-      if o == "inherit" then inherit = true elseif o == "inheritbefore" then before = true end
-    end
+  -- mod_rewrite's per-directory merge (config_perdir_merge). Rules written in the server
+  -- or vhost itself run in server context, not here; but their RewriteEngine and
+  -- RewriteOptions are also the per-directory defaults every section inherits.
+  if rwc and server_level and rwc.engine == nil and #(rwc.options or {}) == 0 then rwc = nil end
+  if rwc then
     local prev = dc.rewrite
+    local inherited = prev and prev.options or {}
+    local own = rwc.options or {}
+    local options = #own > 0 and own or inherited
+    local function has(list, o)
+      for _, x in ipairs(list) do if x == o then return true end end
+      return false
+    end
+    local ignore = has(options, "ignoreinherit")
+    local after = has(options, "inherit") or (has(inherited, "inheritdown") and not ignore)
+    local before = not after
+      and (has(options, "inheritbefore") or (has(inherited, "inheritdownbefore") and not ignore))
+    local own_rules = server_level and {} or (rwc.rules or {})
     local rules = {}
     if prev and before then
       for _, r in ipairs(prev.rules) do rules[#rules + 1] = r end
-      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
-    elseif prev and inherit then
-      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
+    end
+    for _, r in ipairs(own_rules) do rules[#rules + 1] = r end
+    if prev and after then
       for _, r in ipairs(prev.rules) do rules[#rules + 1] = r end
-    else
-      for _, r in ipairs(rwc.rules or {}) do rules[#rules + 1] = r end
     end
     local engine = rwc.engine
     if engine == nil then engine = prev and prev.engine or false end
-    local base = rwc.base
-    if base == nil and prev then base = prev.base end
-    local allow_no_slash = prev and prev.allow_no_slash or false
-    if rwc.options and #rwc.options > 0 then
-      allow_no_slash = false
-      for _, o in ipairs(rwc.options) do
-        if o == "allownoslash" then allow_no_slash = true end
-      end
-    end
-    dc.rewrite = { engine = engine, base = base, directory = dir, rules = rules, allow_no_slash = allow_no_slash }
+    -- RewriteBase: the section's own, inherited only with MergeBase
+    local base = not server_level and rwc.base or nil
+    if base == nil and prev and has(options, "mergebase") then base = prev.base end
+    dc.rewrite = { engine = engine, base = base, directory = dir, rules = rules,
+                   allow_no_slash = has(options, "allownoslash"), options = options }
   end
   local a = st.access
   if a then
@@ -1049,6 +1054,9 @@ local function authz_eval(a, cx, user)
     for _, u in ipairs(a.args) do if user == u then d = GRANTED end end
   elseif p == "group" or p == "file-owner" or p == "file-group" then
     d = user and UNDECIDED or NEEDS_USER
+  elseif p == "ssl" then
+    -- mod_ssl: the request came over TLS
+    d = cx.https and GRANTED or DENIED
   elseif p == "expr" then
     d = a.expr(cx)
     if d == nil then refuse("a Require expr it cannot decide") end

@@ -9,7 +9,6 @@ use crate::model::env::EnvRule;
 use crate::model::expires::ExpiresSpec;
 use crate::model::headers::HeaderRule;
 use crate::model::mime::Handler;
-use crate::model::rewrite::RewriteRule;
 use crate::model::{Scope, ScopeKind};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -102,34 +101,9 @@ fn ext(e: &str) -> String {
 /// Merges one scope; `dir` is the directory its rules are relative to ("/var/www/").
 pub fn apply<'m>(m: &mut Merged<'m>, s: &'m Scope, dir: &str) {
     let st = &s.settings;
+    // mod_rewrite's per-directory merge, as eval::dirconf has it.
     let server_level = matches!(s.kind, ScopeKind::Server | ScopeKind::VirtualHost);
-    let rw = st.rewrite();
-    if !rw.is_empty() && !server_level {
-        let opts: Vec<String> = rw.options.iter().map(|o| o.value.to_ascii_lowercase()).collect();
-        let inherit = opts.iter().any(|o| o == "inherit");
-        let before = opts.iter().any(|o| o == "inheritbefore");
-        let prev = m.rewrite.take();
-        let mut rules: Vec<&RewriteRule> = Vec::new();
-        match &prev {
-            Some(p) if before => {
-                rules.extend(p.rules.iter().copied());
-                rules.extend(rw.rules.iter());
-            }
-            Some(p) if inherit => {
-                rules.extend(rw.rules.iter());
-                rules.extend(p.rules.iter().copied());
-            }
-            _ => rules.extend(rw.rules.iter()),
-        }
-        let engine = rw.engine.as_ref().map(|e| e.value).unwrap_or(prev.as_ref().is_some_and(|p| p.engine));
-        let base = rw.base.as_ref().map(|b| b.value.as_str()).or(prev.as_ref().and_then(|p| p.base));
-        let allow_no_slash = if opts.is_empty() {
-            prev.as_ref().is_some_and(|p| p.allow_no_slash)
-        } else {
-            opts.iter().any(|o| o == "allownoslash")
-        };
-        m.rewrite = Some(Rewrite { engine, base, directory: dir.to_string(), rules, allow_no_slash });
-    }
+    m.rewrite = crate::eval::dirconf::merge_rewrite(m.rewrite.take(), st.rewrite(), server_level, dir);
     let a = st.access();
     if !a.require.is_empty() {
         // AuthMerging And: what was in force must grant as well (Or is taken as Off).
