@@ -73,6 +73,9 @@ impl HtaccessPerms {
 pub struct Context {
     pub place: Place,
     pub htaccess: Option<HtaccessPerms>,
+    /// The `<Location>` or `<LocationMatch>` this is inside, as written (`<Files>` cannot
+    /// occur there: Apache's NOT_IN_LOCATION).
+    pub location: Option<&'static str>,
 }
 
 /// Sections that open a per-directory configuration in Apache.
@@ -92,11 +95,11 @@ const DIRECTORY_LIKE: &[&str] = &[
 
 impl Context {
     pub fn server() -> Context {
-        Context { place: Place::Server, htaccess: None }
+        Context { place: Place::Server, htaccess: None, location: None }
     }
 
     pub fn htaccess(perms: HtaccessPerms) -> Context {
-        Context { place: Place::Htaccess, htaccess: Some(perms) }
+        Context { place: Place::Htaccess, htaccess: Some(perms), location: None }
     }
 
     /// The context inside a section named `name`.
@@ -108,6 +111,11 @@ impl Context {
             _ if DIRECTORY_LIKE.contains(&lower.as_str()) => Place::Directory,
             p => p,
         };
-        Context { place, htaccess: self.htaccess.clone() }
+        let location = match lower.as_str() {
+            "location" => Some("<Location"),
+            "locationmatch" => Some("<LocationMatch"),
+            _ => self.location,
+        };
+        Context { place, htaccess: self.htaccess.clone(), location }
     }
 }

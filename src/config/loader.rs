@@ -467,6 +467,15 @@ impl<'a> Reader<'a> {
         }
         if htaccess {
             self.check_htaccess(item, &shown, info.htaccess, ctx);
+        } else if let Some(loc) = ctx.location.filter(|_| {
+            info.name.eq_ignore_ascii_case("<Files") || info.name.eq_ignore_ascii_case("<FilesMatch")
+        }) {
+            self.diags.push(Diagnostic::new(
+                Code::NotAllowedHere,
+                item.name.span,
+                format!("{}> cannot occur within {loc}> section", info.name),
+            ));
+            return;
         } else if let Some(problem) = placement_problem(info.place, ctx, &info.name) {
             self.diags.push(
                 Diagnostic::new(Code::NotAllowedHere, item.name.span, format!("{shown} {problem}"))

@@ -79,14 +79,26 @@ pub fn read_redirect(item: &Item, cx: &mut ReadCx) -> Option<Redirect> {
         "redirectpermanent" => 301,
         _ => 302,
     };
+    let mut status_given = false;
     if (name == "redirect" || regex)
         && v.len() >= 2
         && let Some(code) = status_word(&v[0])
     {
         status = code;
         v.remove(0);
+        status_given = true;
     }
     let is_redirect = (300..400).contains(&status);
+    // mod_alias: after a status, one word is the URL-path, and a redirect then has no
+    // target (`Redirect 301 /a`: "URL to redirect to is missing", Apache does not start)
+    if status_given && is_redirect && v.len() == 1 {
+        cx.diags.push(Diagnostic::new(
+            Code::WrongArguments,
+            item.span,
+            format!("{}: URL to redirect to is missing", item.name.value),
+        ));
+        return None;
+    }
     let (from, to) = match (v.len(), is_redirect) {
         (2, true) => (Some(v[0].clone()), Some(v[1].clone())),
         (1, true) => (None, Some(v[0].clone())),
