@@ -7,14 +7,15 @@
 //! as they are now: the same discovery (the changed paths walked as the full walk would
 //! walk them), the same servers reaching each file with the same permissions, the same
 //! order. When that cannot be promised, nothing is changed and the caller reads the whole
-//! configuration again ([`Reread::Whole`]): a path a symbolic link reaches (the file is
-//! also read under the link's name), a walk that hit its limit, a path outside the folders
-//! looked in.
+//! configuration again ([`Reread::Whole`]): a path a symbolic link reaches or a file with
+//! another name (a symbolic or hard link: the file is also read under that name, which no
+//! event names), a walk that hit its limit, a path outside the folders looked in.
 
 use super::{Builder, Model, htaccess, jobs_for, reaches};
 use crate::config::Config;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::source::FileId;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 /// What reading the changed paths again did.
@@ -47,6 +48,13 @@ pub fn reread(config: &mut Config, model: &mut Model, changed: &[PathBuf]) -> Re
         if existing.is_none_or(|a| std::fs::canonicalize(a).ok().as_deref() != Some(a)) {
             return Reread::Whole(format!("{} is reached through a symbolic link", c.display()));
         }
+        // A file that is a link, or has another name (a hard link): another site may read
+        // it under that name.
+        if let Ok(m) = std::fs::symlink_metadata(c)
+            && (m.file_type().is_symlink() || (m.is_file() && m.nlink() > 1))
+        {
+            return Reread::Whole(format!("{} is a link: another name may read it", c.display()));
+        }
         if model.access_links.iter().any(|t| c.starts_with(t) || t.starts_with(c)) {
             return Reread::Whole(format!("a symbolic link points at {}", c.display()));
         }
@@ -73,6 +81,16 @@ pub fn reread(config: &mut Config, model: &mut Model, changed: &[PathBuf]) -> Re
             );
             if found.truncated || !found.link_targets.is_empty() {
                 return Reread::Whole(format!("{} holds symbolic links or too many entries", host.display()));
+            }
+            if found
+                .files
+                .iter()
+                .any(|f| std::fs::metadata(config.sysroot.host_path(f)).is_ok_and(|m| m.nlink() > 1))
+            {
+                return Reread::Whole(format!(
+                    "{} holds a file with another name (a hard link)",
+                    host.display()
+                ));
             }
             files.extend(found.files);
         } else if host.is_file()
@@ -252,6 +270,18 @@ mod tests {
         std::fs::create_dir_all(blog.join("wp-content/cache/page2")).unwrap();
         let again = [shop.join(".htaccess"), blog.join("wp-content/cache/page2")];
         assert!(matches!(reread(&mut cfg, &mut model, &again), Reread::Same));
+
+        // A file another site reads under another name, by a symbolic or a hard link:
+        // only a whole reading knows both names.
+        let blog_priv = blog.join("private");
+        std::fs::create_dir_all(&blog_priv).unwrap();
+        std::os::unix::fs::symlink(shop.join(".htaccess"), blog_priv.join(".htaccess")).unwrap();
+        assert!(matches!(reread(&mut cfg, &mut model, &[blog_priv.join(".htaccess")]), Reread::Whole(_)));
+        std::fs::remove_file(blog_priv.join(".htaccess")).unwrap();
+        std::fs::hard_link(shop.join(".htaccess"), blog_priv.join(".htaccess")).unwrap();
+        assert!(matches!(reread(&mut cfg, &mut model, &[shop.join(".htaccess")]), Reread::Whole(_)));
+        assert!(matches!(reread(&mut cfg, &mut model, std::slice::from_ref(&blog_priv)), Reread::Whole(_)));
+        std::fs::remove_file(blog_priv.join(".htaccess")).unwrap();
 
         // A link to a folder: only a whole reading knows both names.
         std::os::unix::fs::symlink(shop.join("private"), shop.join("alias")).unwrap();

@@ -252,6 +252,29 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
                 });
             }
         }
+        // An output filter other than DEFLATE (INCLUDES, SUBSTITUTE, ...) is not carried
+        // over: the files it applies to must not go out unfiltered (an SSI page's
+        // `<!--#set var="dbpass" ...-->`), so it stands as a handler no module claims,
+        // which both tiers refuse (403), for its extensions or the whole scope.
+        "addoutputfilter" | "setoutputfilter" => {
+            let set = name.eq_ignore_ascii_case("setoutputfilter");
+            let mapping = if set {
+                item.arg(0).map(|v| (v.to_string(), Vec::new()))
+            } else {
+                mime::ext_mapping(item).map(|m| (m.value, m.extensions))
+            };
+            if let Some((filters, extensions)) = mapping
+                && filters
+                    .split(';')
+                    .any(|f| !f.trim().is_empty() && !f.trim().eq_ignore_ascii_case("deflate"))
+            {
+                s.mime_mut().handlers.push(HandlerUse {
+                    handler: Handler::Other { name: format!("output filter {filters}") },
+                    extensions,
+                    at: item.span,
+                });
+            }
+        }
         "removehandler" => s.mime_mut().remove_handlers.push(mime::list(item)),
         "fileetag" => s.mime_mut().file_etag = Some(mime::list(item)),
         "fcgidwrapper" | "fcgiwrapper" => s.mime_mut().fcgid_wrapper = Some(mime::list(item)),

@@ -579,6 +579,18 @@ fn carried(
             };
         }
         "FileETag" => return Fate::Exact,
+        "AddOutputFilter" | "SetOutputFilter"
+            if lower
+                .split_whitespace()
+                .next()
+                .is_some_and(|f| f.split(';').any(|f| !f.is_empty() && f != "deflate")) =>
+        {
+            return Fate::Unsupported {
+                code: Code::OutputFilter,
+                reason: "only the DEFLATE filter is translated".into(),
+                closed: "the files it applies to answer 403, never unfiltered".into(),
+            };
+        }
         "AddOutputFilterByType" => {
             return if lower.contains("deflate") {
                 Fate::Exact

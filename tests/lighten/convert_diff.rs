@@ -10,6 +10,9 @@ use lighten::verify::{self, Options};
 
 /// Differences accepted with their reason: (fixture, request line, why).
 const KNOWN: &[(&str, &str, &str)] = &[
+    ("output-filter-never-unfiltered", "GET /page.shtml", OUTPUT_FILTER),
+    ("output-filter-never-unfiltered", "GET /page.shtml/x", OUTPUT_FILTER),
+    ("output-filter-never-unfiltered", "GET /page.shtml.bak", OUTPUT_FILTER),
     ("action-never-sends-source", "GET /config.php", ACCESS_NOT_CARRIED),
     ("action-never-sends-source", "GET /other.php", ACCESS_NOT_CARRIED),
     ("action-never-sends-source", "GET /index.html", ACCESS_NOT_CARRIED),
@@ -111,6 +114,10 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("7g", "TRACK /", UNKNOWN_METHOD),
     ("7g", "DEBUG /", UNKNOWN_METHOD),
 ];
+
+const OUTPUT_FILTER: &str = "an output filter other than DEFLATE (SSI's INCLUDES) is not carried over: the \
+     files it applies to answer 403 (Apache runs the filter, or answers 404 for a name that is no file), \
+     never unfiltered: stricter";
 
 const REWRITE_OUT_OF_REALM: &str = "a server-level rewrite leads out of a password area: lighttpd asks for the \
      area's password on the URL as sent, where Apache, past the rewrite, asks none (401, reported: auth-after-rewrite)";
@@ -305,8 +312,10 @@ fn converted_sites_answer_like_apache() {
     assert!(sets >= 12 && total >= 400, "only {total} requests over {sets} sites");
     assert!(variants >= 1000, "only {variants} attacker variants");
     // Each known difference is listed with its reason (and most are reported lock-outs that
-    // regression fixtures show on purpose); still, they stay few.
-    assert!(same * 100 >= total * 97, "only {same} of {total} the same");
+    // regression fixtures show on purpose: the fixtures of directives answered 403 where
+    // they govern, access-not-carried-fails-closed, action-never-sends-source and
+    // output-filter-never-unfiltered, hold 13 of them); still, they stay few.
+    assert!(same * 100 >= total * 96, "only {same} of {total} the same");
 }
 
 /// A conversion that lost a denial is caught: the `.ht*` protection is removed from the
