@@ -413,7 +413,14 @@ fn interrupting_verify_leaves_nothing_behind() {
     assert!(!stdout.contains("no answer") && !stdout.contains("requests,"), "{stdout}");
     // Its children are gone by the time it exits (no grace period here).
     let left = lighten::run::process::processes_mentioning(&sandbox.to_string_lossy());
-    assert!(left.is_empty(), "processes left behind: {left:?}");
+    let named: Vec<String> = left
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p} {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {named:?}");
     assert!(!sandbox.exists(), "the sandbox folder {} was left behind", sandbox.display());
 }
 
