@@ -77,7 +77,7 @@ codes! {
     PhpUser = "php-user", "approximated", "SuexecUserGroup: PHP runs as its FastCGI backend's user",
         "convert without --php-backend so that lighten writes the site's php-fpm pool as its user, or run such a pool yourself and pass its socket with --php-backend";
     OutputFilter = "output-filter", "unsupported", "an output filter other than DEFLATE",
-        "remove the filter, or do its work in the application; lighttpd sends the response unfiltered";
+        "remove the filter, or do its work in the application; until then the files it applies to answer 403";
     CompressionScope = "compression-scope", "approximated", "compression set in a section applies to the whole host",
         "move AddOutputFilterByType to the virtual host (or accept compression host-wide)";
     // Access.

@@ -674,6 +674,17 @@ pub fn access_not_carried(name: &str, args: &str) -> Option<&'static str> {
             "mod_vhost_alias maps each Host to a folder of its own"
         }
         "use" => "a mod_macro macro: its lines are not expanded",
+        "xbithack" if arg == "on" || arg == "full" => {
+            "mod_include runs server-side includes in executable HTML files; lighttpd would send them as they are"
+        }
+        "addoutputfilterbytype"
+            if arg
+                .split_whitespace()
+                .next()
+                .is_some_and(|f| f.split(';').any(|f| !f.is_empty() && f != "deflate")) =>
+        {
+            "an output filter by content type other than DEFLATE (SUBSTITUTE, INCLUDES): the responses would go out unfiltered"
+        }
         "action" => {
             "mod_actions hands files of a type or handler to a CGI program; lighttpd would send them as they are (a PHP file's source)"
         }
