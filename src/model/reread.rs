@@ -116,7 +116,7 @@ pub fn reread(config: &mut Config, model: &mut Model, changed: &[PathBuf]) -> Re
     drop(servers);
     let new = b.read_all(config, jobs);
     // The same files with the same bytes, reached the same way: the model stays.
-    let text = |f: Option<FileId>| f.map(|f| config.sources.file(f).text.clone());
+    let text = |f: Option<FileId>| f.map(|f| config.sources.file(f).text.as_str());
     let same = old.len() == new.len()
         && old.iter().zip(&new).all(|(&i, n)| {
             let o = &model.htaccess[i];

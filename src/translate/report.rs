@@ -662,32 +662,44 @@ fn carried(
 /// reaches. Such a directive is not carried over, and the requests it governs answer 403
 /// (both tiers: the interpreter refuses them, the compiler leaves such a host to it).
 pub fn access_not_carried(name: &str, args: &str) -> Option<&'static str> {
-    let arg = args.trim().to_ascii_lowercase();
-    Some(match name.to_ascii_lowercase().as_str() {
-        "remoteipheader" => {
-            "mod_remoteip takes the client's address from a request header, and Require ip, Allow and Deny judge that address"
+    const WHY: &[(&str, &str)] = &[
+        (
+            "RemoteIPHeader",
+            "mod_remoteip takes the client's address from a request header, and Require ip, Allow and Deny judge that address",
+        ),
+        ("AllowMethods", "mod_allowmethods refuses (405) every other method"),
+        ("SSLRequire", "SSLRequire refuses what its expression does not allow"),
+        ("StrictHostCheck", "StrictHostCheck refuses (400) a Host no virtual host names"),
+        ("VirtualDocumentRoot", "mod_vhost_alias maps each Host to a folder of its own"),
+        ("VirtualDocumentRootIP", "mod_vhost_alias maps each Host to a folder of its own"),
+        ("VirtualScriptAlias", "mod_vhost_alias maps each Host to a folder of its own"),
+        ("VirtualScriptAliasIP", "mod_vhost_alias maps each Host to a folder of its own"),
+        ("Use", "a mod_macro macro: its lines are not expanded"),
+        (
+            "XBitHack",
+            "mod_include runs server-side includes in executable HTML files; lighttpd would send them as they are",
+        ),
+        (
+            "AddOutputFilterByType",
+            "an output filter by content type other than DEFLATE (SUBSTITUTE, INCLUDES): the responses would go out unfiltered",
+        ),
+        (
+            "Action",
+            "mod_actions hands files of a type or handler to a CGI program; lighttpd would send them as they are (a PHP file's source)",
+        ),
+    ];
+    let (_, why) = WHY.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+    let arg = args.trim();
+    let first = arg.split_whitespace().next().unwrap_or("");
+    // the forms that narrow nothing
+    let narrows = match name.to_ascii_lowercase().as_str() {
+        "allowmethods" => !arg.eq_ignore_ascii_case("reset"),
+        "stricthostcheck" => arg.eq_ignore_ascii_case("on"),
+        "xbithack" => arg.eq_ignore_ascii_case("on") || arg.eq_ignore_ascii_case("full"),
+        "addoutputfilterbytype" => {
+            first.split(';').any(|f| !f.is_empty() && !f.eq_ignore_ascii_case("deflate"))
         }
-        "allowmethods" if arg != "reset" => "mod_allowmethods refuses (405) every other method",
-        "sslrequire" => "SSLRequire refuses what its expression does not allow",
-        "stricthostcheck" if arg == "on" => "StrictHostCheck refuses (400) a Host no virtual host names",
-        "virtualdocumentroot" | "virtualdocumentrootip" | "virtualscriptalias" | "virtualscriptaliasip" => {
-            "mod_vhost_alias maps each Host to a folder of its own"
-        }
-        "use" => "a mod_macro macro: its lines are not expanded",
-        "xbithack" if arg == "on" || arg == "full" => {
-            "mod_include runs server-side includes in executable HTML files; lighttpd would send them as they are"
-        }
-        "addoutputfilterbytype"
-            if arg
-                .split_whitespace()
-                .next()
-                .is_some_and(|f| f.split(';').any(|f| !f.is_empty() && f != "deflate")) =>
-        {
-            "an output filter by content type other than DEFLATE (SUBSTITUTE, INCLUDES): the responses would go out unfiltered"
-        }
-        "action" => {
-            "mod_actions hands files of a type or handler to a CGI program; lighttpd would send them as they are (a PHP file's source)"
-        }
-        _ => return None,
-    })
+        _ => true,
+    };
+    narrows.then_some(*why)
 }

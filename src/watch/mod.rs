@@ -208,6 +208,25 @@ pub struct Record {
 pub const REPORTS: [&str; 2] = ["report.md", "report.json"];
 
 impl Record {
+    /// The record of a change seen at `wall` (refused until the step says otherwise).
+    pub fn new(changed: &[PathBuf], why: Vec<Why>, wall: std::time::SystemTime) -> Record {
+        Record {
+            time: rfc3339(wall),
+            changed: changed.iter().map(|p| p.display().to_string()).collect(),
+            why,
+            outcome: Outcome::Refused,
+            reason: None,
+            counts: BTreeMap::new(),
+            findings: Vec::new(),
+            reload: Reload::None,
+            checked: 0,
+            enforce_ms: 0,
+            convert_ms: 0,
+            sites: Vec::new(),
+            written: Vec::new(),
+        }
+    }
+
     /// Marks the record of the whole conversion after site-only steps: anything it wrote
     /// beside the reports is what those steps missed, and is said.
     pub fn confirm(&mut self) {

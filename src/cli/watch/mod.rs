@@ -217,21 +217,7 @@ impl Job {
     /// The step's base is the loaded configuration when the output is then exactly its
     /// conversion (converted, or unchanged).
     fn step(&self, changed: Vec<PathBuf>, why: Vec<Why>, t0: Instant, wall: SystemTime) -> Step {
-        let mut record = Record {
-            time: watch::rfc3339(wall),
-            changed: changed.iter().map(|p| p.display().to_string()).collect(),
-            why,
-            outcome: Outcome::Refused,
-            reason: None,
-            counts: BTreeMap::new(),
-            findings: Vec::new(),
-            reload: Reload::None,
-            checked: 0,
-            enforce_ms: 0,
-            convert_ms: 0,
-            sites: Vec::new(),
-            written: Vec::new(),
-        };
+        let mut record = Record::new(&changed, why, wall);
         let ms = |d: Duration| d.as_millis() as u64;
         let (cfg, model) =
             match super::convert::load_sites(&self.config, &self.load, &self.vhosts, self.color) {
