@@ -59,6 +59,8 @@ codes! {
         "pass --listen APACHEPORT=ADDR:PORT for each port Apache listens on, then convert again";
     ListenShared = "listen-shared", "unsupported", "--listen sends two of Apache's ports to one address",
         "give each of Apache's ports its own address with --listen, then convert again";
+    VhostAddress = "vhost-address", "approximated", "IP-based virtual hosts beside others on a port lighttpd listens on at every address",
+        "bind the port to the vhosts' address (Listen ADDR:PORT in Apache, or --listen), or give the port's vhosts one address, then convert again; until then the addresses where Apache picks other vhosts answer 403";
     StandInCertificate = "stand-in-certificate", "approximated", "a certificate that is not on this machine: a stand-in is used",
         "copy the certificate and key to the named path (or pass the server's files with --sysroot), then convert again";
     // Files and handlers.

@@ -42,6 +42,8 @@ pub struct Written {
     /// lighttpd gives it, the port of its `$SERVER["socket"]` (None: the top level), and
     /// whether it runs the stage scripts every host shares.
     pub blocks: Vec<HostBlock>,
+    /// lua/ files in front of host blocks (`address_guard`): name and text.
+    pub guards: Vec<(String, String)>,
 }
 
 /// A host block of lighttpd.conf and the hook scripts it names: the stage scripts every
@@ -456,6 +458,147 @@ fn vhost_ports(model: &Model, i: Option<usize>, listen_ports: &[u16]) -> Vec<u16
     }
 }
 
+/// Which of a port's vhosts lighttpd's Host selection chooses among, and on which server
+/// addresses that choice is not Apache's.
+///
+/// Apache groups a port's vhosts by address: on a connection to an address some vhost
+/// names (`<VirtualHost 127.0.0.1:80>`) it picks by name among those vhosts only; on any
+/// other address among the `*:port` ones (and, when there are none, it answers as the main
+/// server). lighttpd picks a `$HTTP["host"]` block by the Host header alone. A socket bound
+/// to one address (Apache's `Listen 10.0.0.5:80`, or `--listen`, whose address stands for
+/// every address of Apache's port, as the sandbox Apache of `lighten verify` has them all
+/// on 127.0.0.1) sees one group: its vhosts are the choice, exactly. A socket bound to every
+/// address gets the `*:port` group's choice (else the first address's), and the addresses
+/// whose group differs are refused (403) by a guard script in front of every block: stricter,
+/// never another vhost's answer.
+struct AddressChoice {
+    /// The hosts (as `hosts` numbers them, 0-based) Host selection chooses among, in order.
+    chosen: Vec<usize>,
+    /// The server addresses where Apache would choose among other vhosts.
+    refused: Vec<String>,
+    /// Whether addresses no vhost names are refused too (Apache answers there as the
+    /// `*:port` vhosts or the main server, which the choice is not); then only these answer.
+    others_refused: bool,
+    answering: Vec<String>,
+    /// The first vhost that names an address, for the report.
+    at: Option<Span>,
+}
+
+fn wildcard_host(h: &str) -> bool {
+    h == "*" || h == "_default_"
+}
+
+/// An address as lighttpd's `request.server-addr` spells it: IPv6 without brackets.
+fn server_addr(h: &str) -> String {
+    h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()
+}
+
+fn address_choice(
+    model: &Model,
+    hosts: &[Option<usize>],
+    on_port: &[usize],
+    port: u16,
+    bind: &str,
+    listen_given: bool,
+) -> AddressChoice {
+    let names = |n: usize, ip: Option<&str>| -> bool {
+        let Some(i) = hosts[n] else { return false };
+        model.vhosts[i].addresses.iter().any(|a| {
+            a.port.is_none_or(|p| p == port)
+                && match ip {
+                    Some(ip) => !wildcard_host(&a.host) && server_addr(&a.host) == ip,
+                    None => wildcard_host(&a.host),
+                }
+        })
+    };
+    let mut ips: Vec<String> = Vec::new();
+    let mut at = None;
+    for &n in on_port {
+        let Some(i) = hosts[n] else { continue };
+        for a in &model.vhosts[i].addresses {
+            if a.port.is_none_or(|p| p == port) && !wildcard_host(&a.host) {
+                at.get_or_insert(a.at);
+                let ip = server_addr(&a.host);
+                if !ips.contains(&ip) {
+                    ips.push(ip);
+                }
+            }
+        }
+    }
+    let whole = AddressChoice {
+        chosen: on_port.to_vec(),
+        refused: Vec::new(),
+        others_refused: false,
+        answering: Vec::new(),
+        at,
+    };
+    if ips.is_empty() {
+        return whole;
+    }
+    let group =
+        |ip: Option<&str>| -> Vec<usize> { on_port.iter().copied().filter(|&n| names(n, ip)).collect() };
+    let others = || -> Vec<usize> {
+        let w = group(None);
+        if w.is_empty() { vec![hosts.len() - 1] } else { w }
+    };
+    let bound = server_addr(bind);
+    let everywhere = bound.is_empty() || bound == "0.0.0.0" || bound == "::";
+    if !everywhere {
+        let chosen = if listen_given {
+            // --listen's address stands for all of Apache's addresses of the port.
+            on_port.iter().copied().filter(|&n| ips.iter().any(|ip| names(n, Some(ip)))).collect()
+        } else {
+            let g = group(Some(&bound));
+            if g.is_empty() { others() } else { g }
+        };
+        return AddressChoice { chosen, ..whole };
+    }
+    let wild = group(None);
+    let chosen = if wild.is_empty() { group(Some(&ips[0])) } else { wild };
+    let (answering, refused) = ips.iter().cloned().partition(|ip| group(Some(ip)) == chosen);
+    let others_refused = others() != chosen;
+    AddressChoice { chosen, refused, others_refused, answering, at }
+}
+
+/// lua/addresses-PORT.lua: the guard in front of a port's host blocks when lighttpd
+/// listens on every address and Apache would choose among other vhosts on some of them.
+fn address_guard(c: &AddressChoice, port: u16, at: &str) -> String {
+    let list = |v: &[String]| {
+        v.iter().map(|a| format!("[{}] = true", super::lua::string(a))).collect::<Vec<_>>().join(", ")
+    };
+    let (table, test) = if c.others_refused {
+        (
+            format!(
+                "-- the addresses where Apache chooses as here\nlocal answers = {{ {} }}\n",
+                list(&c.answering)
+            ),
+            "not answers[a]",
+        )
+    } else {
+        (
+            format!(
+                "-- the addresses where Apache chooses among other vhosts\nlocal refused = {{ {} }}\n",
+                list(&c.refused)
+            ),
+            "refused[a]",
+        )
+    };
+    format!(
+        "-- Generated by lighten: port {port} has IP-based virtual hosts beside others ({at}).\n\
+         -- lighttpd picks a host block by the Host header alone, as Apache does among the\n\
+         -- vhosts of one address; where Apache would choose among other vhosts, requests are\n\
+         -- refused (403) rather than answered by the wrong one (report.md: vhost-address).\n\
+         {table}\
+         local a = lighty.r.req_attr[\"request.server-addr\"] or \"\"\n\
+         if a:find(\"^::ffff:%d+%.\") then a = a:sub(8) end\n\
+         if {test} then\n\
+         \x20 print(\"lighten: a request on \" .. a .. \" port {port}: Apache picks among other virtual hosts there (refused, 403)\")\n\
+         \x20 return 403\n\
+         end\n\
+         return 0\n"
+    )
+}
+
 /// The first port Apache listens on (its canonical port for `%p` when nothing says more).
 fn main_port(model: &Model) -> u16 {
     model.server.settings.host().listen.first().map(|l| l.port).unwrap_or(80)
@@ -657,7 +800,13 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             "--listen covers none of Apache's ports".into(),
             "nothing listens",
         ));
-        return Written { text: out, findings, needs: needs.into_inner(), blocks: Vec::new() };
+        return Written {
+            text: out,
+            findings,
+            needs: needs.into_inner(),
+            blocks: Vec::new(),
+            guards: Vec::new(),
+        };
     };
     let _ = writeln!(out, "server.bind = {}", q(&first.0));
     let _ = writeln!(out, "server.port = {}", first.1);
@@ -760,6 +909,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         "\n# Virtual hosts: Apache picks the first whose ServerName or ServerAlias matches the Host,\n# else the first one on the address."
     );
     let mut sockets = std::collections::BTreeSet::new();
+    let mut guards: Vec<(String, String)> = Vec::new();
     for &port in &listen_ports {
         let Some((addr, lport)) = socket_for(port) else {
             let _ =
@@ -793,6 +943,29 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             // No vhost on this address: the main server answers.
             on_port.push(hosts.len() - 1);
         }
+        let choice = address_choice(model, &hosts, &on_port, port, &addr, !opts.listen.is_empty());
+        let on_port = choice.chosen.clone();
+        let guard = if choice.refused.is_empty() && !choice.others_refused {
+            None
+        } else {
+            let at = choice.at.unwrap_or(model.server.at);
+            let file = format!("addresses-{lport}.lua");
+            guards.push((file.clone(), address_guard(&choice, lport, &cfg.sources.line_ref(at))));
+            let mut on: Vec<String> = choice.refused.clone();
+            if choice.others_refused {
+                on.push("any address no vhost names".into());
+            }
+            findings.push(Finding::approximated(
+                Code::VhostAddress,
+                at,
+                format!(
+                    "port {port}: lighttpd listens on every address and picks a vhost by the Host header alone; \
+                     on {} Apache picks among other vhosts: refused (403) there",
+                    on.join(", ")
+                ),
+            ));
+            Some(q(&format!("{lua}/{file}")))
+        };
         let _ = writeln!(out, "$SERVER[\"socket\"] == {} {{", q(&format!("{addr}:{lport}")));
         if https_port(port) {
             let (cert, key) = certificate(model, &hosts, &on_port, opts, site, &mut findings, &need);
@@ -845,8 +1018,9 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                 }
                 None => String::new(),
             };
+            let guard = guard.as_ref().map(|g| format!("{g}, ")).unwrap_or_default();
             format!(
-                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {} )\n{}{links}{php}{auth}{log}",
+                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {guard}{} )\n{}{links}{php}{auth}{log}",
                 match h {
                     Some(i) => comment(&format!(
                         "vhost {} ({}){}",
@@ -953,7 +1127,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     resolved.push_str(rest);
     let out = resolved;
     debug_assert!(!out.contains('\u{1}'), "a hook script was left unresolved");
-    Written { text: out, findings, needs, blocks }
+    Written { text: out, findings, needs, blocks, guards }
 }
 
 /// Whether any scope asks for Basic authentication with a password file.

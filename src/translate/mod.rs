@@ -263,6 +263,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     debug_assert_eq!(conf::repeated_conditional(&written.text), None, "lighttpd.conf repeats a conditional");
     let hosts_module = conf::hosts_module(model, cfg, &site, &written.blocks);
     let written_blocks = std::mem::take(&mut written.blocks);
+    let guards = std::mem::take(&mut written.guards);
     let site_response_hooks = site.response_hooks.clone();
     let lighttpd_conf = written.text;
     let site_pools = std::mem::take(&mut site.pools);
@@ -302,6 +303,9 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         files.push((lua_dir.join(conf::REALM_FILE), conf::realm_script(opts)));
     }
     files.push((lua_dir.join("lighten_mime.lua"), mime));
+    for (name, text) in guards {
+        files.push((lua_dir.join(name), text));
+    }
     files.push((lua_dir.join("lighten_htaccess.lua"), htaccess_module(model, cfg, opts.map_path.as_ref())));
     // Each compiled module once, with the hosts that use it named at its top.
     for (i, c) in compiled.iter().enumerate() {

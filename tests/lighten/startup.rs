@@ -881,3 +881,91 @@ fn input_that_is_no_apache_setup_is_refused_with_what_to_pass() {
     assert!(r.code <= 1, "the suggested command runs: {}", r.transcript());
     assert!(r.stdout.contains("shop.example"), "{}", r.stdout);
 }
+
+/// The status of `GET path` with `host` on `ip:port`, once something answers there.
+fn status_on(ip: &str, port: u16, host: &str, path: &str) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut s) = TcpStream::connect((ip, port)) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            if let Some(status) =
+                String::from_utf8_lossy(&buf).split_whitespace().nth(1).and_then(|c| c.parse().ok())
+            {
+                return status;
+            }
+        }
+        assert!(Instant::now() < deadline, "nothing answers on {ip}:{port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Apache chooses a vhost by the connection's address first, then by name among that
+/// address's vhosts (fixtures/regress/ip-vhost-beside-wildcard: a refusing
+/// `<VirtualHost 127.0.0.1:80>` beside granting `*:80` ones). Both servers listen on every
+/// address of a port here, and are asked on 127.0.0.1 (the IP-based vhost's address) and
+/// 127.0.0.2 (an address only the `*:80` vhosts serve) with each Host: the converted
+/// lighttpd answers as Apache, or refuses where Apache's choice is another vhost's.
+#[test]
+fn an_ip_based_vhost_answers_by_address_as_apache_does() {
+    if !crate::helpers::servers_present() {
+        return;
+    }
+    let (dir, root) = open_copy("regress/ip-vhost-beside-wildcard");
+    let (pa, pl) = (free_port(), free_port());
+    // Apache on its own configuration, the port and paths moved into the copy.
+    let run = dir.path().join("apache-run");
+    std::fs::create_dir_all(&run).unwrap();
+    set_mode(&run, 0o777);
+    let r = root.display();
+    let conf = std::fs::read_to_string(root.join("etc/apache2/apache2.conf"))
+        .unwrap()
+        .replace("ServerRoot \"/etc/apache2\"", &format!("ServerRoot \"{}\"", run.display()))
+        .replace("Listen 80", &format!("Listen 0.0.0.0:{pa}"))
+        .replace(":80>", &format!(":{pa}>"))
+        .replace("/etc/mime.types", &format!("{r}/etc/mime.types"))
+        .replace("/var/www", &format!("{r}/var/www"));
+    let rd = run.display();
+    let user = if is_root() { "User www-data\nGroup www-data\n" } else { "" };
+    let conf = format!(
+        "{conf}\nPidFile {rd}/apache.pid\nErrorLog {rd}/error.log\nDefaultRuntimeDir {rd}\nMutex file:{rd} default\n{user}"
+    );
+    std::fs::write(run.join("apache2.conf"), conf).unwrap();
+    let _apache = spawn_group(
+        Command::new("apache2")
+            .args(["-f", &format!("{rd}/apache2.conf"), "-DFOREGROUND"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    // The conversion, listening on every address of its port.
+    let out = dir.path().join("out");
+    let r = lighten(&[
+        "convert",
+        "--sysroot",
+        &root.to_string_lossy(),
+        &root.join("etc/apache2/apache2.conf").to_string_lossy(),
+        "--listen",
+        &format!("80=0.0.0.0:{pl}"),
+        "--out",
+        &out.to_string_lossy(),
+    ]);
+    // exit 1: written, with the approximation the report names
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("vhost-address"), "{report}");
+    let _lighttpd = start(&run_line(&r), None);
+    let mut seen = std::collections::BTreeSet::new();
+    for ip in ["127.0.0.1", "127.0.0.2"] {
+        for host in ["a.test", "b.test", "c.test", "www.c.test", "unknown.test"] {
+            let (a, l) = (status_on(ip, pa, host, "/page.txt"), status_on(ip, pl, host, "/page.txt"));
+            assert!(a == l || (a / 100 != 2 && l == 403), "{ip} Host {host}: Apache {a}, lighttpd {l}");
+            assert!(l / 100 != 2 || a / 100 == 2, "{ip} Host {host}: Apache {a}, lighttpd {l} (fail-open)");
+            seen.insert((ip, a));
+        }
+    }
+    // Both addresses were asked where Apache refuses (127.0.0.1) and where it serves.
+    assert!(seen.contains(&("127.0.0.1", 403)) && seen.contains(&("127.0.0.2", 200)), "{seen:?}");
+}
