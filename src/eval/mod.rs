@@ -189,6 +189,13 @@ impl<'m> Engine<'m> {
                 return self.finish(status, Served::Error, None);
             }
         };
+        // MergeSlashes Off: Apache's sections and rules would see the `//` this
+        // translation merges (translate::site, code merge-slashes-off): refused. (Not
+        // leading ones: Apache merges those whatever MergeSlashes says.)
+        if self.req.path.trim_start_matches('/').contains("//") && self.model.keeps_slashes(self.vhost) {
+            self.note(None, "MergeSlashes Off and the URL-path has '//': refused (403)");
+            return self.finish(403, Served::Error, None);
+        }
         self.initial_env();
         let (mut uri, mut args) = (uri, args);
         // Set while serving a local ErrorDocument: the error's status and the document.

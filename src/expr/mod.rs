@@ -173,6 +173,20 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
     parse::condition(src).map(|root| Expr { root })
 }
 
+/// The first `%{NAME}` variable of condition `src` that Apache would not start with
+/// ("Variable 'NAME' does not exist"): not one of the core's, nor mod_ssl's `SSL_*` when
+/// `ssl` (mod_ssl is loaded), nor mod_http2's when `http2`. With the offset of its `%{`.
+/// `None` also when `src` does not parse (that is `parse`'s error to tell).
+pub fn unknown_variable(src: &str, ssl: bool, http2: bool) -> Option<(String, usize)> {
+    let (_, vars) = parse::condition_with_variables(src).ok()?;
+    vars.into_iter().find(|(name, _)| {
+        let up = name.to_ascii_uppercase();
+        !(eval::CORE_VARIABLES.contains(&up.as_str())
+            || (ssl && up.starts_with("SSL_"))
+            || (http2 && (up == "H2PUSH" || up == "H2_PUSH" || up.starts_with("H2_"))))
+    })
+}
+
 /// Parses a string expression.
 pub fn parse_string(src: &str) -> Result<StringExpr, ExprError> {
     parse::string(src).map(|parts| StringExpr { parts })

@@ -40,21 +40,27 @@ const MAX_DEPTH: usize = 100;
 const REG_SEP: &[u8] = b"/#$%^,;:_?|-!.'\"";
 
 pub(super) fn condition(src: &str) -> Result<Cond, ExprError> {
-    let mut p = Parser { src, pos: 0, peeked: None, depth: 0 };
+    condition_with_variables(src).map(|(c, _)| c)
+}
+
+/// A condition and the `%{NAME}` variables it names (not `%{func:arg}`), with the byte
+/// offset of each `%{`.
+pub(super) fn condition_with_variables(src: &str) -> Result<(Cond, Vec<(String, usize)>), ExprError> {
+    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new() };
     if matches!(p.peek()?.tok, Tok::Eof) {
         return Err(err(src.len(), "empty expression"));
     }
     let cond = p.or()?;
     let t = p.next()?;
     match t.tok {
-        Tok::Eof => Ok(cond),
+        Tok::Eof => Ok((cond, p.variables)),
         Tok::RParen => Err(err(t.start, "unmatched ')'")),
         _ => Err(err(t.start, format!("unexpected {} after a complete condition", p.describe(&t)))),
     }
 }
 
 pub(super) fn string(src: &str) -> Result<Vec<Part>, ExprError> {
-    let mut p = Parser { src, pos: 0, peeked: None, depth: 0 };
+    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new() };
     p.text(None, 0)
 }
 
@@ -104,6 +110,8 @@ struct Parser<'s> {
     pos: usize,
     peeked: Option<Token>,
     depth: usize,
+    /// The `%{NAME}` variables read so far, with the offset of each.
+    variables: Vec<(String, usize)>,
 }
 
 impl Parser<'_> {
@@ -581,6 +589,7 @@ impl Parser<'_> {
         match self.byte(self.pos) {
             Some(b'}') => {
                 self.pos += 1;
+                self.variables.push((name.clone(), start));
                 Ok((name, None))
             }
             Some(b':') => {

@@ -671,6 +671,24 @@ fn expression() -> impl Strategy<Value = String> {
     })
 }
 
+/// Apache refuses at startup a variable none of its providers has (checked with
+/// `apache2 -t`: `%{REQUEST_LINE}`, `%{SSL_PROTOCOL}` without mod_ssl, `%{H2_PUSH}` without
+/// mod_http2 are refused; `%{request_uri}` and `%{HTTP2}` are taken).
+#[test]
+fn variables_apache_does_not_have_are_found() {
+    let none = |src: &str| unknown_variable(src, false, false);
+    assert_eq!(none("%{REQUEST_LINE} == 'x'"), Some(("REQUEST_LINE".into(), 0)));
+    assert_eq!(none("%{request_uri} == 'x' && %{HTTP2} == 'on'"), None);
+    assert_eq!(none("'a' == 'b' || -n '%{FOO}'"), Some(("FOO".into(), 18)));
+    assert_eq!(none("%{HTTP:X-Anything} == 'x' && %{ENV:any} == ''"), None);
+    assert_eq!(none("%{SSL_PROTOCOL} == 'TLSv1.3'"), Some(("SSL_PROTOCOL".into(), 0)));
+    assert_eq!(unknown_variable("%{SSL_PROTOCOL} == 'TLSv1.3'", true, false), None);
+    assert_eq!(none("%{H2_PUSH} == 'on'"), Some(("H2_PUSH".into(), 0)));
+    assert_eq!(unknown_variable("%{H2_PUSH} == 'on'", false, true), None);
+    // what does not parse is parse's to report
+    assert_eq!(none("%{FOO} =="), None);
+}
+
 proptest! {
     #[test]
     fn arbitrary_text_never_panics(src in any::<String>()) {

@@ -83,8 +83,13 @@ pub struct PhpHandler {
 
 /// Builds the model; returns it with the diagnostics found on the way.
 pub fn build(config: &mut Config) -> (Model, Vec<Diagnostic>) {
-    let mut b =
-        Builder { diags: Vec::new(), htaccess: false, registered: Vec::new(), vhost_items: Vec::new() };
+    let mut b = Builder {
+        diags: Vec::new(),
+        htaccess: false,
+        registered: Vec::new(),
+        vhost_items: Vec::new(),
+        expr_modules: expr_modules(config.modules.loaded()),
+    };
     let items = std::mem::take(&mut config.items);
     let mut server = Scope::new(ScopeKind::Server, None, Span::new(crate::source::FileId(0), 0, 0), true);
     b.fill(&mut server, items, true, None);
@@ -150,6 +155,8 @@ struct Builder {
     registered: Vec<String>,
     /// `<VirtualHost>` sections found at the top level, with their enabled flag.
     vhost_items: Vec<(Item, bool)>,
+    /// Whether mod_ssl and mod_http2 are loaded: they add variables to ap_expr.
+    expr_modules: (bool, bool),
 }
 
 impl Builder {
@@ -198,6 +205,7 @@ impl Builder {
                         if on {
                             let mut cx = ReadCx {
                                 diags: &mut self.diags,
+                                expr_modules: self.expr_modules,
                                 options_allowed: options,
                                 registered: &self.registered,
                                 htaccess: self.htaccess,
@@ -230,6 +238,7 @@ impl Builder {
                     if on {
                         let mut cx = ReadCx {
                             diags: &mut self.diags,
+                            expr_modules: self.expr_modules,
                             options_allowed: options,
                             registered: &self.registered,
                             htaccess: self.htaccess,
@@ -306,6 +315,19 @@ impl Builder {
                 Code::BadExpr,
                 at,
                 format!("<{}>: {} (at byte {} of the expression)", item.name.value, err.message, err.offset),
+            ));
+        } else if let (Matcher::Expr(e), true) = (&m, on)
+            && let Some((name, offset)) =
+                crate::expr::unknown_variable(e, self.expr_modules.0, self.expr_modules.1)
+        {
+            let at = item.args.first().map(|w| w.span).unwrap_or(item.span);
+            self.diags.push(Diagnostic::new(
+                Code::BadExpr,
+                at,
+                format!(
+                    "<{}>: Variable '{name}' does not exist (at byte {offset} of the expression)",
+                    item.name.value
+                ),
             ));
         }
         if let (Matcher::Regex(re), true) = (&m, on)
@@ -533,6 +555,12 @@ struct Done {
     file: Option<(String, String)>,
 }
 
+/// Whether mod_ssl and mod_http2 are among `loaded`: each adds variables to ap_expr.
+fn expr_modules(loaded: &[crate::config::LoadedModule]) -> (bool, bool) {
+    let has = |id: &str| loaded.iter().any(|m| m.id == id);
+    (has("ssl_module"), has("http2_module"))
+}
+
 /// Reads, expands and models one .htaccess as file `id`.
 fn model_file(config: &Config, job: &Job, id: FileId, registered: &[String]) -> Done {
     let mut b = Builder {
@@ -540,6 +568,7 @@ fn model_file(config: &Config, job: &Job, id: FileId, registered: &[String]) -> 
         htaccess: true,
         registered: registered.to_vec(),
         vhost_items: Vec::new(),
+        expr_modules: expr_modules(config.modules.loaded()),
     };
     let mut h = Htaccess {
         path: job.path.clone(),
@@ -724,6 +753,14 @@ fn strip_scheme_port(name: &str) -> String {
 }
 
 impl Model {
+    /// Whether `MergeSlashes Off` is in force for host `vhost` (its own, else the main
+    /// server's): Apache then keeps `//` in the URL-path its sections and rules match.
+    pub fn keeps_slashes(&self, vhost: Option<usize>) -> bool {
+        let main = self.server.settings.host();
+        let own = vhost.and_then(|i| self.vhosts[i].scope.settings.host().merge_slashes.as_ref());
+        own.or(main.merge_slashes.as_ref()).is_some_and(|m| m.value.eq_ignore_ascii_case("off"))
+    }
+
     /// PHP handlers in effect for a virtual host (its scopes and the main server's).
     pub fn php_handlers(&self, vhost: &VirtualHost) -> Vec<PhpHandler> {
         let mut out = Vec::new();

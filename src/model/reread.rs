@@ -111,6 +111,7 @@ pub fn reread(config: &mut Config, model: &mut Model, changed: &[PathBuf]) -> Re
         htaccess: true,
         registered: model.registered_methods.clone(),
         vhost_items: Vec::new(),
+        expr_modules: super::expr_modules(&model.modules),
     };
     let base = config.sources.len();
     drop(servers);

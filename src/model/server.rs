@@ -20,6 +20,9 @@ pub struct HostSettings {
     pub document_root: Option<Spanned<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub use_canonical_name: Option<Spanned<String>>,
+    /// `MergeSlashes On|Off` (default On).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_slashes: Option<Spanned<String>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub listen: Vec<Listener>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,6 +55,7 @@ impl HostSettings {
             && self.server_aliases.is_empty()
             && self.document_root.is_none()
             && self.use_canonical_name.is_none()
+            && self.merge_slashes.is_none()
             && self.listen.is_empty()
             && self.user.is_none()
             && self.group.is_none()

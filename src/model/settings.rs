@@ -113,6 +113,8 @@ pub struct ReadCx<'a> {
     pub registered: &'a [String],
     /// Reading a .htaccess file (Apache checks some things only at startup).
     pub htaccess: bool,
+    /// Whether mod_ssl and mod_http2 are loaded: they add variables to ap_expr.
+    pub expr_modules: (bool, bool),
 }
 
 fn set<T>(slot: &mut Option<Spanned<T>>, value: T, item: &Item) {
@@ -314,6 +316,11 @@ pub fn read(item: &Item, s: &mut Settings, cx: &mut ReadCx) -> bool {
         "documentroot" => {
             if let Some(v) = first(item) {
                 set(&mut s.host_mut().document_root, v, item);
+            }
+        }
+        "mergeslashes" => {
+            if let Some(v) = first(item) {
+                set(&mut s.host_mut().merge_slashes, v, item);
             }
         }
         "usecanonicalname" => {

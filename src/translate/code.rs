@@ -63,6 +63,8 @@ codes! {
         "bind the port to the vhosts' address (Listen ADDR:PORT in Apache, or --listen), or give the port's vhosts one address, then convert again; until then the addresses where Apache picks other vhosts answer 403";
     StandInCertificate = "stand-in-certificate", "approximated", "a certificate that is not on this machine: a stand-in is used",
         "copy the certificate and key to the named path (or pass the server's files with --sysroot), then convert again";
+    MergeSlashesOff = "merge-slashes-off", "approximated", "MergeSlashes Off: requests with '//' in the path answer 403",
+        "remove MergeSlashes Off if the site does not need '//' kept in its URLs, or keep the site on Apache; until then such requests answer 403";
     // Files and handlers.
     OptionsNotCarried = "options-not-carried", "approximated", "MultiViews, ExecCGI or Includes are on and their module is loaded",
         "turn the option off in Apache (Options -MultiViews -ExecCGI -Includes) and check the site still works there, or keep it on Apache";

@@ -194,6 +194,18 @@ impl Site<'_> {
                     "the requests it governs answer 403",
                 ));
             }
+            if d.name.eq_ignore_ascii_case("MergeSlashes") {
+                self.findings.push(if d.args.trim().eq_ignore_ascii_case("off") {
+                    Finding::approximated(
+                        Code::MergeSlashesOff,
+                        d.at,
+                        "Apache's sections and rules see '//' in the URL-path; the translation merges them, so a request with '//' in its path answers 403".into(),
+                    )
+                } else {
+                    // lighten's decoding merges slashes as Apache's default does.
+                    Finding::exact(d.at)
+                });
+            }
             if d.name.eq_ignore_ascii_case("SSLVerifyClient") && !d.args.trim().eq_ignore_ascii_case("none") {
                 v.set("refuse", "SSLVerifyClient");
                 self.findings.push(Finding::unsupported(
@@ -870,6 +882,9 @@ impl Site<'_> {
         t.set("server_admin", crate::eval::server_admin(model, i));
         t.set("docroot", docroot.map(|d| self.path(&d)));
         t.set("canonical", canonical);
+        if model.keeps_slashes(i) {
+            t.set("keep_slashes", true);
+        }
         // The main server's own scope is `server`; as a host it adds nothing on top.
         let s = if i.is_some() {
             self.scope(scope)

@@ -1651,6 +1651,12 @@ function Ctx:run()
   if qpos then rawpath, query = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
   local uri, err = decode_path(rawpath)
   if not uri then return done(err) end
+  -- MergeSlashes Off: Apache's sections and rules would see the '//' decode_path merges
+  -- (not leading ones: Apache merges those whatever MergeSlashes says).
+  if self.v.keep_slashes and find(rawpath, "[^/]//") then
+    print("lighten: " .. sub(raw, 1, 200) .. " refused (fails closed): MergeSlashes Off and '//' in the path")
+    return done(403)
+  end
   self.asked = self:docroot() .. uri
   -- The server's and the host's own SetEnvIf (mod_setenvif's post_read_request), on the
   -- URL-path as sent with its leading slashes merged (Apache parses `//s/x` as `/s/x`);

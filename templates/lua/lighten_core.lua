@@ -1118,6 +1118,12 @@ local function run(cx)
   if qpos then rawpath, args = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
   local uri, err = decode_path(rawpath)
   if not uri then return err end
+  -- MergeSlashes Off: Apache's sections and rules would see the '//' decode_path merges
+  -- (not leading ones: Apache merges those whatever MergeSlashes says).
+  if cx.site.keep_slashes and find(rawpath, "[^/]//") then
+    print("lighten: " .. sub(raw, 1, 200) .. " refused (fails closed): MergeSlashes Off and '//' in the path")
+    return 403
+  end
   cx.asked = cx.site.docroot .. uri
   if cx.site.early_env then
     cx.uri = uri

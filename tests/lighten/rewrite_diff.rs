@@ -16,6 +16,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("filters-that-narrow-what-goes-out", "GET /c/other.html", OUTPUT_FILTER),
     ("output-filter-never-unfiltered", "GET /page.shtml", OUTPUT_FILTER),
     ("output-filter-never-unfiltered", "GET /page.shtml/x", OUTPUT_FILTER),
+    (
+        "httpd-tests-rewrite",
+        "GET http://merge-disabled:8532/CVE-2020-1927/%0D%0Ahttp://127.0.0.1/",
+        KEEP_SLASHES,
+    ),
     ("action-never-sends-source", "GET /config.php", NOT_MODELLED),
     ("action-never-sends-source", "GET /other.php", NOT_MODELLED),
     ("action-never-sends-source", "GET /index.html", NOT_MODELLED),
@@ -88,6 +93,8 @@ const OUTPUT_FILTER: &str = "an output filter other than DEFLATE (SSI's INCLUDES
      type) is not carried over: the files it applies to (or the folder, for XBitHack and a filter by type) answer 403 (Apache runs the filter, or answers 404 for a name that is no file), \
      never unfiltered: stricter";
 
+const KEEP_SLASHES: &str = "MergeSlashes Off: Apache's rules see the '//' the translation merges, so a request \
+     with '//' in its path answers 403 (merge-slashes-off), here where no rule matched and Apache answers 404: stricter";
 const NOT_MODELLED: &str = "RemoteIPHeader, AllowMethods, a mod_macro Use and Action change answers in ways the \
      evaluator does not model: it says so (Unknown); the conversion answers 403 there";
 const REQUIRE_HOST: &str = "Require host needs DNS (Apache finds localhost for 127.0.0.1); the evaluator \

@@ -536,6 +536,10 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let mut t = lua::Value::table();
     t.set("name", name.unwrap_or_else(|| "localhost".into()));
     t.set("canonical", canonical);
+    if model.keeps_slashes(i) {
+        // MergeSlashes Off (code merge-slashes-off)
+        t.set("keep_slashes", true);
+    }
     t.set("server_admin", crate::eval::server_admin(model, i));
     t.set("docroot", lua::Value::Raw("DOCROOT".into()));
     t.set("dirconf", lua::Value::Raw("dirconf".into()));
