@@ -190,9 +190,10 @@ impl<'m> Engine<'m> {
             }
         };
         // MergeSlashes Off: Apache's sections and rules would see the `//` this
-        // translation merges (translate::site, code merge-slashes-off): refused. (Not
-        // leading ones: Apache merges those whatever MergeSlashes says.)
-        if self.req.path.trim_start_matches('/').contains("//") && self.model.keeps_slashes(self.vhost) {
+        // translation merges (translate::site, code merge-slashes-off): refused. Leading
+        // ones too: Apache merges those in an origin-form target, not in an absolute-form
+        // one (`GET http://host//a`), and lighttpd does not tell the runtime which it got.
+        if self.req.path.contains("//") && self.model.keeps_slashes(self.vhost) {
             self.note(None, "MergeSlashes Off and the URL-path has '//': refused (403)");
             return self.finish(403, Served::Error, None);
         }
@@ -476,7 +477,9 @@ impl<'m> Engine<'m> {
             .iter()
             .copied()
             .filter(|&i| {
-                self.model.vhosts[i].addresses.iter().any(|a| a.host != "*" && a.host != "_default_")
+                self.model.vhosts[i].addresses.iter().any(|a| {
+                    a.port.is_none_or(|p| p == self.port) && !crate::model::vhost::is_wildcard_host(&a.host)
+                })
             })
             .collect();
         let group = if specific.is_empty() { on_port } else { specific };

@@ -173,18 +173,59 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
     parse::condition(src).map(|root| Expr { root })
 }
 
-/// The first `%{NAME}` variable of condition `src` that Apache would not start with
-/// ("Variable 'NAME' does not exist"): not one of the core's, nor mod_ssl's `SSL_*` when
-/// `ssl` (mod_ssl is loaded), nor mod_http2's when `http2`. With the offset of its `%{`.
-/// `None` also when `src` does not parse (that is `parse`'s error to tell).
-pub fn unknown_variable(src: &str, ssl: bool, http2: bool) -> Option<(String, usize)> {
-    let (_, vars) = parse::condition_with_variables(src).ok()?;
-    vars.into_iter().find(|(name, _)| {
+/// The string functions of httpd 2.4's core (`string_func_providers` in
+/// util_expr_eval.c; Apache looks them up ignoring case). `apache2 -t` takes each and
+/// refuses `filemod` and `foo`.
+const CORE_FUNCTIONS: &[&str] = &[
+    "osenv",
+    "env",
+    "resp",
+    "req",
+    "http",
+    "note",
+    "reqenv",
+    "req_novary",
+    "tolower",
+    "toupper",
+    "escape",
+    "unescape",
+    "file",
+    "filesize",
+    "base64",
+    "unbase64",
+    "sha1",
+    "md5",
+    "ldap",
+];
+
+/// The first name in condition `src` (or, with `string`, string expression `src`) that
+/// Apache would not start with, as its message ("Variable 'NAME' does not exist",
+/// "Function 'name' does not exist") and the byte offset: a variable none of the core's,
+/// mod_ssl's `SSL_*` (when `ssl`: mod_ssl is loaded) or mod_http2's (when `http2`) has, or
+/// a function neither the core nor mod_ssl (`PeerExtList`) has. `None` also when `src`
+/// does not parse (that is `parse`'s error to tell).
+pub fn unknown_name(src: &str, string: bool, ssl: bool, http2: bool) -> Option<(String, usize)> {
+    let names = if string {
+        parse::string_with_variables(src).ok()?.1
+    } else {
+        parse::condition_with_variables(src).ok()?.1
+    };
+    let variable = names.variables.into_iter().find(|(name, _)| {
         let up = name.to_ascii_uppercase();
         !(eval::CORE_VARIABLES.contains(&up.as_str())
             || (ssl && up.starts_with("SSL_"))
             || (http2 && (up == "H2PUSH" || up == "H2_PUSH" || up.starts_with("H2_"))))
-    })
+    });
+    let function = names.functions.into_iter().find(|(name, _, list)| {
+        let lower = name.to_ascii_lowercase();
+        !if *list { ssl && lower == "peerextlist" } else { CORE_FUNCTIONS.contains(&lower.as_str()) }
+    });
+    match (variable, function) {
+        (Some((v, a)), Some((_, b, _))) if a < b => Some((format!("Variable '{v}' does not exist"), a)),
+        (_, Some((f, b, _))) => Some((format!("Function '{f}' does not exist"), b)),
+        (Some((v, a)), None) => Some((format!("Variable '{v}' does not exist"), a)),
+        (None, None) => None,
+    }
 }
 
 /// Parses a string expression.

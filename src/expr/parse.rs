@@ -43,25 +43,37 @@ pub(super) fn condition(src: &str) -> Result<Cond, ExprError> {
     condition_with_variables(src).map(|(c, _)| c)
 }
 
-/// A condition and the `%{NAME}` variables it names (not `%{func:arg}`), with the byte
-/// offset of each `%{`.
-pub(super) fn condition_with_variables(src: &str) -> Result<(Cond, Vec<(String, usize)>), ExprError> {
-    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new() };
+/// The variables (`%{NAME}`) and functions (`%{name:arg}`, `name(arg)`; true for a list
+/// function) an expression names, each with its byte offset.
+pub(super) struct Names {
+    pub variables: Vec<(String, usize)>,
+    pub functions: Vec<(String, usize, bool)>,
+}
+
+/// A condition and the names it reads.
+pub(super) fn condition_with_variables(src: &str) -> Result<(Cond, Names), ExprError> {
+    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new(), functions: Vec::new() };
     if matches!(p.peek()?.tok, Tok::Eof) {
         return Err(err(src.len(), "empty expression"));
     }
     let cond = p.or()?;
     let t = p.next()?;
     match t.tok {
-        Tok::Eof => Ok((cond, p.variables)),
+        Tok::Eof => Ok((cond, Names { variables: p.variables, functions: p.functions })),
         Tok::RParen => Err(err(t.start, "unmatched ')'")),
         _ => Err(err(t.start, format!("unexpected {} after a complete condition", p.describe(&t)))),
     }
 }
 
 pub(super) fn string(src: &str) -> Result<Vec<Part>, ExprError> {
-    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new() };
-    p.text(None, 0)
+    string_with_variables(src).map(|(parts, _)| parts)
+}
+
+/// A string expression and the `%{NAME}` variables it names, as `condition_with_variables`.
+pub(super) fn string_with_variables(src: &str) -> Result<(Vec<Part>, Names), ExprError> {
+    let mut p = Parser { src, pos: 0, peeked: None, depth: 0, variables: Vec::new(), functions: Vec::new() };
+    let parts = p.text(None, 0)?;
+    Ok((parts, Names { variables: p.variables, functions: p.functions }))
 }
 
 fn err(offset: usize, message: impl Into<String>) -> ExprError {
@@ -112,6 +124,9 @@ struct Parser<'s> {
     depth: usize,
     /// The `%{NAME}` variables read so far, with the offset of each.
     variables: Vec<(String, usize)>,
+    /// The functions called so far (`%{name:arg}`, `name(arg)`), with the offset of each
+    /// and whether it is a list function (`-in name(arg)`).
+    functions: Vec<(String, usize, bool)>,
 }
 
 impl Parser<'_> {
@@ -252,6 +267,7 @@ impl Parser<'_> {
                 }
             }
             Tok::Ident(name) => {
+                self.functions.push((name.clone(), t.start, true));
                 let arg = self.call_argument(&name, t.start)?;
                 Ok(List::Call { name, arg: Box::new(arg) })
             }
@@ -289,6 +305,7 @@ impl Parser<'_> {
             Tok::Var(w) => Ok(w),
             Tok::Backref(n) => Ok(Word::Backref(n)),
             Tok::Ident(name) => {
+                self.functions.push((name.clone(), t.start, false));
                 let arg = self.call_argument(&name, t.start)?;
                 Ok(Word::Call { name, arg: Box::new(arg) })
             }
@@ -594,6 +611,7 @@ impl Parser<'_> {
             }
             Some(b':') => {
                 self.pos += 1;
+                self.functions.push((name.clone(), start, false));
                 let arg = self.argument(start, &name)?;
                 Ok((name, Some(arg)))
             }

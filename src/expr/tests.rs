@@ -671,22 +671,33 @@ fn expression() -> impl Strategy<Value = String> {
     })
 }
 
-/// Apache refuses at startup a variable none of its providers has (checked with
-/// `apache2 -t`: `%{REQUEST_LINE}`, `%{SSL_PROTOCOL}` without mod_ssl, `%{H2_PUSH}` without
-/// mod_http2 are refused; `%{request_uri}` and `%{HTTP2}` are taken).
+/// Apache refuses at startup a variable or a function none of its providers has
+/// (checked with `apache2 -t`: `%{REQUEST_LINE}`, `%{SSL_PROTOCOL}` without mod_ssl,
+/// `%{H2_PUSH}` without mod_http2, `filemod()` and `%{foo:x}` are refused; `%{request_uri}`,
+/// `%{HTTP2}`, `ToLower()`, `%{REQ:x}` and `ldap()` are taken).
 #[test]
-fn variables_apache_does_not_have_are_found() {
-    let none = |src: &str| unknown_variable(src, false, false);
-    assert_eq!(none("%{REQUEST_LINE} == 'x'"), Some(("REQUEST_LINE".into(), 0)));
-    assert_eq!(none("%{request_uri} == 'x' && %{HTTP2} == 'on'"), None);
-    assert_eq!(none("'a' == 'b' || -n '%{FOO}'"), Some(("FOO".into(), 18)));
-    assert_eq!(none("%{HTTP:X-Anything} == 'x' && %{ENV:any} == ''"), None);
-    assert_eq!(none("%{SSL_PROTOCOL} == 'TLSv1.3'"), Some(("SSL_PROTOCOL".into(), 0)));
-    assert_eq!(unknown_variable("%{SSL_PROTOCOL} == 'TLSv1.3'", true, false), None);
-    assert_eq!(none("%{H2_PUSH} == 'on'"), Some(("H2_PUSH".into(), 0)));
-    assert_eq!(unknown_variable("%{H2_PUSH} == 'on'", false, true), None);
+fn names_apache_does_not_have_are_found() {
+    let cond = |src: &str| unknown_name(src, false, false, false);
+    let var = |n: &str, at: usize| Some((format!("Variable '{n}' does not exist"), at));
+    let func = |n: &str, at: usize| Some((format!("Function '{n}' does not exist"), at));
+    assert_eq!(cond("%{REQUEST_LINE} == 'x'"), var("REQUEST_LINE", 0));
+    assert_eq!(cond("%{request_uri} == 'x' && %{HTTP2} == 'on'"), None);
+    assert_eq!(cond("'a' == 'b' || -n '%{FOO}'"), var("FOO", 18));
+    assert_eq!(cond("%{HTTP:X-Anything} == 'x' && %{ENV:any} == '' && %{REQ:x} == ''"), None);
+    assert_eq!(cond("ToLower('A') == 'a' && ldap('x') == 'x' && md5('') == ''"), None);
+    assert_eq!(cond("%{foo:x} == 'x'"), func("foo", 0));
+    assert_eq!(cond("filemod('/x') == '1'"), func("filemod", 0));
+    assert_eq!(cond("%{SSL_PROTOCOL} == 'TLSv1.3'"), var("SSL_PROTOCOL", 0));
+    assert_eq!(unknown_name("%{SSL_PROTOCOL} == 'TLSv1.3'", false, true, false), None);
+    assert_eq!(cond("'x' -in PeerExtList('1.2')"), func("PeerExtList", 8));
+    assert_eq!(unknown_name("'x' -in PeerExtList('1.2')", false, true, false), None);
+    assert_eq!(cond("%{H2_PUSH} == 'on'"), var("H2_PUSH", 0));
+    assert_eq!(unknown_name("%{H2_PUSH} == 'on'", false, false, true), None);
+    // a string expression (mod_headers' expr= value)
+    assert_eq!(unknown_name("a %{REQUEST_LINE} b", true, false, false), var("REQUEST_LINE", 2));
+    assert_eq!(unknown_name("%{tolower:%{HTTP_HOST}}", true, false, false), None);
     // what does not parse is parse's to report
-    assert_eq!(none("%{FOO} =="), None);
+    assert_eq!(cond("%{FOO} =="), None);
 }
 
 proptest! {

@@ -79,6 +79,9 @@ pub fn read(item: &Item, cx: &mut ReadCx) -> Option<EnvRule> {
         }
         "setenvifexpr" => {
             let (expr, rest) = v.split_first()?;
+            if !super::settings::check_expr(cx, item, expr, false) {
+                return None;
+            }
             Some(rule(None, Some(expr.clone()), false, rest.to_vec()))
         }
         _ => None,

@@ -188,6 +188,9 @@ pub fn read(item: &Item, request: bool, cx: &mut ReadCx) -> Option<HeaderRule> {
         if !(lc == "early" || lc.starts_with("env=") || lc.starts_with("expr=")) {
             return bad(cx, format!("{}: unknown condition '{c}' (early, env= or expr=)", item.name.value));
         }
+        if lc.starts_with("expr=") && !super::settings::check_expr(cx, item, &c[5..], false) {
+            return None;
+        }
     }
     let mut format = Vec::new();
     if let (Some(v), false) = (&value, matches!(action.as_str(), "edit" | "edit*")) {
@@ -195,6 +198,13 @@ pub fn read(item: &Item, request: bool, cx: &mut ReadCx) -> Option<HeaderRule> {
             Ok(f) => f,
             Err(e) => return bad(cx, format!("{}: {e}", item.name.value)),
         };
+        for p in &format {
+            if let Piece::Expr(e) = p
+                && !super::settings::check_expr(cx, item, e, true)
+            {
+                return None;
+            }
+        }
         // mod_http refuses a response header with CR or LF in its value (AH02430) and
         // answers 500 instead; every response this header reaches would be one.
         if format.iter().any(|p| matches!(p, Piece::Text(t) if t.contains(['\r', '\n']))) {

@@ -221,6 +221,24 @@ impl Builder {
                         use_of(scope, item, on, true);
                         record_nested(scope, children, on);
                     } else if let Some(kind) = ScopeKind::of_section(&item.name.value) {
+                        // core.c: an <Else> or <ElseIf> continues the last <If> or <ElseIf>
+                        // of the same scope, else Apache does not start (a .htaccess: 500).
+                        if on && matches!(kind, ScopeKind::Else | ScopeKind::ElseIf) {
+                            let last = scope.children.iter().rev().find(|c| {
+                                c.enabled
+                                    && matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf | ScopeKind::Else)
+                            });
+                            if !last.is_some_and(|c| matches!(c.kind, ScopeKind::If | ScopeKind::ElseIf)) {
+                                self.diags.push(Diagnostic::new(
+                                    Code::NotAllowedHere,
+                                    item.span,
+                                    format!(
+                                        "<{}> section without previous <If> or <ElseIf> section in same scope",
+                                        item.name.value
+                                    ),
+                                ));
+                            }
+                        }
                         let matcher = self.matcher(kind, &item, on);
                         let mut child = Scope::new(kind, matcher, item.span, on);
                         use_of(scope, item, on, true);
@@ -317,17 +335,14 @@ impl Builder {
                 format!("<{}>: {} (at byte {} of the expression)", item.name.value, err.message, err.offset),
             ));
         } else if let (Matcher::Expr(e), true) = (&m, on)
-            && let Some((name, offset)) =
-                crate::expr::unknown_variable(e, self.expr_modules.0, self.expr_modules.1)
+            && let Some((what, offset)) =
+                crate::expr::unknown_name(e, false, self.expr_modules.0, self.expr_modules.1)
         {
             let at = item.args.first().map(|w| w.span).unwrap_or(item.span);
             self.diags.push(Diagnostic::new(
                 Code::BadExpr,
                 at,
-                format!(
-                    "<{}>: Variable '{name}' does not exist (at byte {offset} of the expression)",
-                    item.name.value
-                ),
+                format!("<{}>: {what} (at byte {offset} of the expression)", item.name.value),
             ));
         }
         if let (Matcher::Regex(re), true) = (&m, on)

@@ -432,16 +432,13 @@ pub fn read_cond(item: &Item, rw: &mut RewriteConfig, cx: &mut ReadCx) {
         return;
     }
     if pattern.kind == CondKind::Expr
-        && let Some((name, offset)) =
-            crate::expr::unknown_variable(&pattern.operand, cx.expr_modules.0, cx.expr_modules.1)
+        && let Some((what, offset)) =
+            crate::expr::unknown_name(&pattern.operand, false, cx.expr_modules.0, cx.expr_modules.1)
     {
         cx.diags.push(Diagnostic::new(
             Code::BadExpr,
             args[1].0,
-            format!(
-                "RewriteCond expr: Variable '{name}' does not exist (at byte {offset} of '{}')",
-                pattern.operand
-            ),
+            format!("RewriteCond expr: {what} (at byte {offset} of '{}')", pattern.operand),
         ));
         return;
     }

@@ -117,6 +117,28 @@ pub struct ReadCx<'a> {
     pub expr_modules: (bool, bool),
 }
 
+/// Checks ap_expr text of `item` as Apache does while reading the configuration: a
+/// condition (`string` false) or a string expression that does not parse, or names a
+/// variable Apache does not have, is a `bad-expr` error (the server does not start; a
+/// .htaccess answers 500). True when it is fine.
+pub fn check_expr(cx: &mut ReadCx, item: &Item, text: &str, string: bool) -> bool {
+    let parsed = if string {
+        crate::expr::parse_string(text).map(|_| ())
+    } else {
+        crate::expr::parse(text).map(|_| ())
+    };
+    let (ssl, http2) = cx.expr_modules;
+    let message = match parsed {
+        Err(e) => format!("{}: {} (at byte {} of '{text}')", item.name.value, e.message, e.offset),
+        Ok(()) => match crate::expr::unknown_name(text, string, ssl, http2) {
+            None => return true,
+            Some((what, at)) => format!("{}: {what} (at byte {at} of '{text}')", item.name.value),
+        },
+    };
+    cx.diags.push(Diagnostic::new(crate::diagnostic::Code::BadExpr, item.span, message));
+    false
+}
+
 fn set<T>(slot: &mut Option<Spanned<T>>, value: T, item: &Item) {
     *slot = Some(Spanned::new(value, item.span));
 }

@@ -77,6 +77,13 @@ pub struct SectionRef {
     pub at: Span,
 }
 
+/// Whether a `<VirtualHost>` address's host is a wildcard to Apache: `*`, `_default_`, and
+/// the unspecified addresses `0.0.0.0` and `::` (checked with Apache: a
+/// `<VirtualHost 0.0.0.0:80>` is chosen as a `*:80` one is).
+pub fn is_wildcard_host(h: &str) -> bool {
+    matches!(h, "*" | "_default_" | "0.0.0.0" | "::" | "[::]" | "")
+}
+
 /// Marks, for each address, the first vhost that lists it.
 pub fn mark_defaults(vhosts: &mut [VirtualHost]) {
     let mut seen: Vec<String> = Vec::new();

@@ -444,8 +444,11 @@ impl<'a> Writer<'a> {
                 for w in &it.args {
                     let (host, port) = split_host_port(&w.value);
                     let port = port.and_then(|p| p.parse::<u16>().ok());
+                    // (0.0.0.0 and :: are wildcards to Apache as `*` is; other addresses
+                    // stand on the sandbox's one address)
                     let host = match host.as_deref() {
                         Some("*") | Some("_default_") => host.clone().unwrap_or_default(),
+                        Some("0.0.0.0") | Some("::") | Some("[::]") => "*".to_string(),
                         _ => "127.0.0.1".to_string(),
                     };
                     let a = match port.and_then(|p| self.ports.get(&p)) {

@@ -484,13 +484,35 @@ struct AddressChoice {
     at: Option<Span>,
 }
 
-fn wildcard_host(h: &str) -> bool {
-    h == "*" || h == "_default_"
-}
-
-/// An address as lighttpd's `request.server-addr` spells it: IPv6 without brackets.
-fn server_addr(h: &str) -> String {
-    h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()
+/// The addresses a vhost's or Listen's host names, as lighttpd's `request.server-addr`
+/// spells them (IPv6 compressed, without brackets; an IPv4-mapped one as IPv4): `None`
+/// for a wildcard (`*`, `_default_`, `0.0.0.0`, `::`, which Apache takes as `*`), else
+/// what getaddrinfo makes of it, as Apache resolves a `<VirtualHost>` address at startup
+/// (`127.1`, `localhost`). Empty when it resolves to nothing.
+fn addresses_of(h: &str) -> Option<Vec<String>> {
+    use std::net::{IpAddr, ToSocketAddrs};
+    if crate::model::vhost::is_wildcard_host(h) {
+        return None;
+    }
+    let bare = h.trim_start_matches('[').trim_end_matches(']');
+    let canon = |ip: IpAddr| -> IpAddr {
+        match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        }
+    };
+    let ips: Vec<IpAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![canon(ip)],
+        Err(_) => {
+            (bare, 0).to_socket_addrs().map(|it| it.map(|a| canon(a.ip())).collect()).unwrap_or_default()
+        }
+    };
+    if ips.iter().any(|ip| ip.is_unspecified()) {
+        return None;
+    }
+    let mut out: Vec<String> = ips.iter().map(|ip| ip.to_string()).collect();
+    out.dedup();
+    Some(out)
 }
 
 fn address_choice(
@@ -501,28 +523,25 @@ fn address_choice(
     bind: &str,
     listen_given: bool,
 ) -> AddressChoice {
-    let names = |n: usize, ip: Option<&str>| -> bool {
-        let Some(i) = hosts[n] else { return false };
-        model.vhosts[i].addresses.iter().any(|a| {
-            a.port.is_none_or(|p| p == port)
-                && match ip {
-                    Some(ip) => !wildcard_host(&a.host) && server_addr(&a.host) == ip,
-                    None => wildcard_host(&a.host),
-                }
-        })
-    };
+    // Each vhost of the port with the addresses it names there (None: a wildcard).
+    let mut named: Vec<(usize, Option<Vec<String>>)> = Vec::new();
     let mut ips: Vec<String> = Vec::new();
+    let mut unresolved = false;
     let mut at = None;
     for &n in on_port {
         let Some(i) = hosts[n] else { continue };
-        for a in &model.vhosts[i].addresses {
-            if a.port.is_none_or(|p| p == port) && !wildcard_host(&a.host) {
+        for a in model.vhosts[i].addresses.iter().filter(|a| a.port.is_none_or(|p| p == port)) {
+            let addrs = addresses_of(&a.host);
+            if let Some(list) = &addrs {
                 at.get_or_insert(a.at);
-                let ip = server_addr(&a.host);
-                if !ips.contains(&ip) {
-                    ips.push(ip);
+                unresolved |= list.is_empty();
+                for ip in list {
+                    if !ips.contains(ip) {
+                        ips.push(ip.clone());
+                    }
                 }
             }
+            named.push((n, addrs));
         }
     }
     let whole = AddressChoice {
@@ -532,35 +551,67 @@ fn address_choice(
         answering: Vec::new(),
         at,
     };
-    if ips.is_empty() {
+    if ips.is_empty() && !unresolved {
         return whole;
     }
-    let group =
-        |ip: Option<&str>| -> Vec<usize> { on_port.iter().copied().filter(|&n| names(n, ip)).collect() };
+    // The vhosts Apache chooses among on address `ip` (None: an address no vhost names).
+    let group = |ip: Option<&str>| -> Vec<usize> {
+        on_port
+            .iter()
+            .copied()
+            .filter(|&n| {
+                named.iter().any(|(m, addrs)| {
+                    *m == n
+                        && match (ip, addrs) {
+                            (Some(ip), Some(list)) => list.iter().any(|a| a == ip),
+                            (None, None) => true,
+                            _ => false,
+                        }
+                })
+            })
+            .collect()
+    };
     let others = || -> Vec<usize> {
         let w = group(None);
         if w.is_empty() { vec![hosts.len() - 1] } else { w }
     };
-    let bound = server_addr(bind);
-    let everywhere = bound.is_empty() || bound == "0.0.0.0" || bound == "::";
-    if !everywhere {
-        let chosen = if listen_given {
-            // --listen's address stands for all of Apache's addresses of the port.
-            on_port.iter().copied().filter(|&n| ips.iter().any(|ip| names(n, Some(ip)))).collect()
+    // A vhost address that resolves to nothing may be any address: nothing on the port is
+    // answered (Apache would not start without resolving it either).
+    let nowhere = |chosen: Vec<usize>| AddressChoice {
+        chosen: if chosen.is_empty() { on_port.to_vec() } else { chosen },
+        refused: Vec::new(),
+        others_refused: true,
+        answering: Vec::new(),
+        at,
+    };
+    let bound = addresses_of(bind).map(|list| list.into_iter().next().unwrap_or_else(|| bind.to_string()));
+    if let Some(bound) = bound {
+        if unresolved {
+            return nowhere(on_port.to_vec());
+        }
+        let g = group(Some(&bound));
+        let chosen = if !g.is_empty() {
+            g
+        } else if listen_given {
+            // --listen's address, naming no vhost, stands for all of Apache's addresses of
+            // the port (as the sandbox Apache of `lighten verify` has them all on 127.0.0.1).
+            on_port.iter().copied().filter(|&n| ips.iter().any(|ip| group(Some(ip)).contains(&n))).collect()
         } else {
-            let g = group(Some(&bound));
-            if g.is_empty() { others() } else { g }
+            others()
         };
         return AddressChoice { chosen, ..whole };
     }
     let wild = group(None);
-    let chosen = if wild.is_empty() { group(Some(&ips[0])) } else { wild };
+    let chosen = if !wild.is_empty() || ips.is_empty() { wild } else { group(Some(&ips[0])) };
+    if unresolved {
+        return nowhere(chosen);
+    }
     let (answering, refused) = ips.iter().cloned().partition(|ip| group(Some(ip)) == chosen);
     let others_refused = others() != chosen;
     AddressChoice { chosen, refused, others_refused, answering, at }
 }
 
-/// lua/addresses-PORT.lua: the guard in front of a port's host blocks when lighttpd
+/// lua/addresses-ADDR-PORT.lua: the guard in front of a port's host blocks when lighttpd
 /// listens on every address and Apache would choose among other vhosts on some of them.
 fn address_guard(c: &AddressChoice, port: u16, at: &str) -> String {
     let list = |v: &[String]| {
@@ -755,15 +806,18 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
     // `--listen ADDR:PORT` takes the first plain-HTTP port (or the only one); a port
     // `--listen` does not cover is left out when --listen was given.
     let plain_target = listen_ports.iter().copied().find(|p| !https_port(*p)).unwrap_or(listen_ports[0]);
+    // (an IPv6 address in brackets, as lighttpd's server.bind and $SERVER["socket"] take it)
+    let bracketed =
+        |a: &str| if a.contains(':') && !a.starts_with('[') { format!("[{a}]") } else { a.to_string() };
     let socket_for = |p: u16| -> Option<(String, u16)> {
         for (orig, addr, port) in &opts.listen {
             if *orig == Some(p) {
-                return Some((addr.clone(), *port));
+                return Some((bracketed(addr), *port));
             }
         }
         if !opts.listen.is_empty() {
             let plain = opts.listen.iter().find(|(o, _, _)| o.is_none())?;
-            return (p == plain_target).then(|| (plain.1.clone(), plain.2));
+            return (p == plain_target).then(|| (bracketed(&plain.1), plain.2));
         }
         let addr = main
             .listen
@@ -949,10 +1003,15 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             None
         } else {
             let at = choice.at.unwrap_or(model.server.at);
-            let file = format!("addresses-{lport}.lua");
+            let file = format!(
+                "addresses-{}-{lport}.lua",
+                addr.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>()
+            );
             guards.push((file.clone(), address_guard(&choice, lport, &cfg.sources.line_ref(at))));
             let mut on: Vec<String> = choice.refused.clone();
-            if choice.others_refused {
+            if choice.others_refused && choice.answering.is_empty() && choice.refused.is_empty() {
+                on.push("every address (a vhost's address resolves to nothing here)".into());
+            } else if choice.others_refused {
                 on.push("any address no vhost names".into());
             }
             findings.push(Finding::approximated(
@@ -966,6 +1025,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             ));
             Some(q(&format!("{lua}/{file}")))
         };
+        let section_start = out.len();
         let _ = writeln!(out, "$SERVER[\"socket\"] == {} {{", q(&format!("{addr}:{lport}")));
         if https_port(port) {
             let (cert, key) = certificate(model, &hosts, &on_port, opts, site, &mut findings, &need);
@@ -1081,6 +1141,20 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             }
         }
         let _ = writeln!(out, "}}");
+        // Apache's `Listen [::]:80` takes IPv4 connections too (Linux's default
+        // net.ipv6.bindv6only=0); lighttpd's IPv6 socket is IPv6-only (server.v4mapped
+        // off, which keeps client addresses as IPv4 for the access rules), so the same
+        // hosts are served on the IPv4 wildcard as well.
+        if (addr == "[::]" || addr == "::") && sockets.insert(("0.0.0.0".to_string(), lport)) {
+            let section = out[section_start..].to_string();
+            let header = format!("$SERVER[\"socket\"] == {} {{", q(&format!("{addr}:{lport}")));
+            let _ = writeln!(out, "# the same hosts for IPv4 clients (Apache's [::] listener takes both)");
+            out.push_str(&section.replacen(
+                &header,
+                &format!("$SERVER[\"socket\"] == {} {{", q(&format!("0.0.0.0:{lport}"))),
+                1,
+            ));
+        }
     }
     if site
         .tiers
@@ -1476,6 +1550,20 @@ pub fn deflate_types(model: &Model, findings: &mut Vec<Finding>) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::{comment, q};
+
+    #[test]
+    fn vhost_addresses_are_read_as_apache_resolves_them() {
+        let one = |h: &str| super::addresses_of(h);
+        assert_eq!(one("*"), None);
+        assert_eq!(one("_default_"), None);
+        assert_eq!(one("0.0.0.0"), None, "Apache takes 0.0.0.0 as *");
+        assert_eq!(one("[::]"), None);
+        assert_eq!(one("127.1"), Some(vec!["127.0.0.1".to_string()]));
+        assert_eq!(one("[0:0:0:0:0:0:0:1]"), Some(vec!["::1".to_string()]));
+        assert_eq!(one("[::ffff:127.0.0.2]"), Some(vec!["127.0.0.2".to_string()]));
+        assert!(one("localhost").is_some_and(|l| l.contains(&"127.0.0.1".to_string())));
+        assert_eq!(one("no-such-host.invalid"), Some(Vec::new()));
+    }
 
     #[test]
     fn no_apache_text_ends_a_string_or_a_comment_early() {

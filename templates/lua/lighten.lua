@@ -1652,8 +1652,9 @@ function Ctx:run()
   local uri, err = decode_path(rawpath)
   if not uri then return done(err) end
   -- MergeSlashes Off: Apache's sections and rules would see the '//' decode_path merges
-  -- (not leading ones: Apache merges those whatever MergeSlashes says).
-  if self.v.keep_slashes and find(rawpath, "[^/]//") then
+  -- (leading ones too: Apache merges those in an origin-form target but not in an
+  -- absolute-form one, and lighttpd hands both over alike).
+  if self.v.keep_slashes and find(rawpath, "//", 1, true) then
     print("lighten: " .. sub(raw, 1, 200) .. " refused (fails closed): MergeSlashes Off and '//' in the path")
     return done(403)
   end

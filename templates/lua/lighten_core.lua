@@ -1119,8 +1119,9 @@ local function run(cx)
   local uri, err = decode_path(rawpath)
   if not uri then return err end
   -- MergeSlashes Off: Apache's sections and rules would see the '//' decode_path merges
-  -- (not leading ones: Apache merges those whatever MergeSlashes says).
-  if cx.site.keep_slashes and find(rawpath, "[^/]//") then
+  -- (leading ones too: Apache merges those in an origin-form target but not in an
+  -- absolute-form one, and lighttpd hands both over alike).
+  if cx.site.keep_slashes and find(rawpath, "//", 1, true) then
     print("lighten: " .. sub(raw, 1, 200) .. " refused (fails closed): MergeSlashes Off and '//' in the path")
     return 403
   end

@@ -21,6 +21,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "GET http://merge-disabled:8532/CVE-2020-1927/%0D%0Ahttp://127.0.0.1/",
         KEEP_SLASHES,
     ),
+    ("merge-slashes-off-sees-double-slashes", "GET //c/page.txt", KEEP_SLASHES),
+    ("merge-slashes-off-sees-double-slashes-interpreted", "GET //c/page.txt", KEEP_SLASHES),
     ("action-never-sends-source", "GET /config.php", NOT_MODELLED),
     ("action-never-sends-source", "GET /other.php", NOT_MODELLED),
     ("action-never-sends-source", "GET /index.html", NOT_MODELLED),
@@ -94,7 +96,8 @@ const OUTPUT_FILTER: &str = "an output filter other than DEFLATE (SSI's INCLUDES
      never unfiltered: stricter";
 
 const KEEP_SLASHES: &str = "MergeSlashes Off: Apache's rules see the '//' the translation merges, so a request \
-     with '//' in its path answers 403 (merge-slashes-off), here where no rule matched and Apache answers 404: stricter";
+     with '//' anywhere in its path answers 403 (merge-slashes-off), also where no rule matches (Apache 404) and \
+     for leading ones, which Apache merges in an origin-form target (200): stricter";
 const NOT_MODELLED: &str = "RemoteIPHeader, AllowMethods, a mod_macro Use and Action change answers in ways the \
      evaluator does not model: it says so (Unknown); the conversion answers 403 there";
 const REQUIRE_HOST: &str = "Require host needs DNS (Apache finds localhost for 127.0.0.1); the evaluator \

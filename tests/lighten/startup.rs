@@ -882,6 +882,17 @@ fn input_that_is_no_apache_setup_is_refused_with_what_to_pass() {
     assert!(r.stdout.contains("shop.example"), "{}", r.stdout);
 }
 
+/// `lighten convert` of the fixture copy at `root` (its etc/apache2/apache2.conf) into
+/// `dir`/out with `--listen listen`: the output and that folder.
+fn convert_listening(dir: &Path, root: &Path, listen: &str) -> (Output, PathBuf) {
+    let out = dir.join("out");
+    let conf = root.join("etc/apache2/apache2.conf");
+    let args =
+        ["convert", "--sysroot", &*root.to_string_lossy(), &*conf.to_string_lossy(), "--listen", listen];
+    let r = lighten(&[&args[..], &["--out", &*out.to_string_lossy()]].concat());
+    (r, out)
+}
+
 /// The status of `GET path` with `host` on `ip:port`, once something answers there.
 fn status_on(ip: &str, port: u16, host: &str, path: &str) -> u16 {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -941,17 +952,7 @@ fn an_ip_based_vhost_answers_by_address_as_apache_does() {
             .stderr(Stdio::null()),
     );
     // The conversion, listening on every address of its port.
-    let out = dir.path().join("out");
-    let r = lighten(&[
-        "convert",
-        "--sysroot",
-        &root.to_string_lossy(),
-        &root.join("etc/apache2/apache2.conf").to_string_lossy(),
-        "--listen",
-        &format!("80=0.0.0.0:{pl}"),
-        "--out",
-        &out.to_string_lossy(),
-    ]);
+    let (r, out) = convert_listening(dir.path(), &root, &format!("80=0.0.0.0:{pl}"));
     // exit 1: written, with the approximation the report names
     assert_eq!(r.code, 1, "{}", r.transcript());
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -968,4 +969,25 @@ fn an_ip_based_vhost_answers_by_address_as_apache_does() {
     }
     // Both addresses were asked where Apache refuses (127.0.0.1) and where it serves.
     assert!(seen.contains(&("127.0.0.1", 403)) && seen.contains(&("127.0.0.2", 200)), "{seen:?}");
+}
+
+/// Apache's `Listen [::]:80` takes IPv4 connections too (Linux's net.ipv6.bindv6only=0);
+/// the converted lighttpd serves the same hosts on the IPv4 wildcard beside its
+/// IPv6-only socket (review 7: IPv4 clients were refused a connection).
+#[test]
+fn an_ipv6_wildcard_listener_serves_ipv4_clients_too() {
+    if !lighttpd_here() {
+        return;
+    }
+    let (dir, root) = open_copy("regress/ip-vhost-beside-wildcard");
+    let port = free_port();
+    let (r, _) = convert_listening(dir.path(), &root, &format!("80=[::]:{port}"));
+    assert!(r.code == 0 || r.code == 1, "{}", r.transcript());
+    let _lighttpd = start(&run_line(&r), None);
+    // (on 127.0.0.2 and ::1, where Apache picks among the *:80 vhosts; on 127.0.0.1 it
+    // picks the refusing a.test, and so does the guard)
+    for ip in ["127.0.0.2", "::1"] {
+        assert_eq!(status_on(ip, port, "b.test", "/page.txt"), 200, "on {ip}");
+    }
+    assert_eq!(status_on("127.0.0.1", port, "b.test", "/page.txt"), 403);
 }
