@@ -1292,8 +1292,13 @@ impl<'m> Engine<'m> {
         }
         for s in &scopes {
             for a in &s.settings.aliases {
-                if let Some(f) = try_alias(a, &self.uri) {
+                if let Some(mut f) = try_alias(a, &self.uri) {
                     use crate::model::alias::AliasKind;
+                    // (`Alias /ht /srv/ht/` makes /srv/ht//in for /ht/in: Apache's directory
+                    // walk merges the slashes, apr_filepath_merge)
+                    while f.contains("//") {
+                        f = f.replace("//", "/");
+                    }
                     self.script_alias =
                         matches!(a.kind, AliasKind::ScriptAlias | AliasKind::ScriptAliasMatch);
                     self.note(Some(a.at), format!("mod_alias maps {} to {f}", self.uri));

@@ -1461,12 +1461,94 @@ fn visit_handlers(s: &crate::model::Scope, f: &mut dyn FnMut(&Handler, Span)) {
     }
 }
 
+/// The server's scope, each vhost's and each .htaccess file's: every directive the
+/// configuration holds is in one of them or below.
+fn top_scopes(model: &Model) -> impl Iterator<Item = &crate::model::Scope> {
+    std::iter::once(&model.server)
+        .chain(model.vhosts.iter().map(|v| &v.scope))
+        .chain(model.htaccess.iter().filter_map(|h| h.scope.as_ref()))
+}
+
+/// mod_autoindex's `IndexIgnore` patterns, from every scope and .htaccess of the server,
+/// as anchored Lua patterns over an entry's name: a listing that would show a name one of
+/// them matches is refused (403) rather than shown (lighttpd's listing hides dotfiles
+/// only). All of them for every folder, and the last segment of a pattern with a `/`:
+/// a superset of what Apache hides in any one folder, so the approximation only refuses
+/// more (`listing-look`). `IndexIgnoreReset` is left out the same way.
+pub fn index_ignore(model: &Model) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let add = |s: &crate::model::Scope| {
+        s.walk(&mut |s| {
+            for d in s.directives.iter().filter(|d| d.enabled && d.name.eq_ignore_ascii_case("IndexIgnore")) {
+                for (_, _, w) in crate::model::rewrite::split_args(&d.args) {
+                    let last = w.rsplit('/').next().unwrap_or(&w);
+                    let p = glob_to_lua(last);
+                    if !last.is_empty() && !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        })
+    };
+    top_scopes(model).for_each(add);
+    out
+}
+
+/// An fnmatch wildcard (`*`, `?`, `[...]`, `[!...]`) as an anchored Lua pattern.
+fn glob_to_lua(glob: &str) -> String {
+    let mut out = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            '[' => {
+                let mut class = String::from("[");
+                if matches!(chars.peek(), Some('!') | Some('^')) {
+                    chars.next();
+                    class.push('^');
+                }
+                let mut closed = false;
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        closed = true;
+                        break;
+                    }
+                    if d.is_ascii_alphanumeric() || d == '-' {
+                        class.push(d);
+                    } else {
+                        class.push('%');
+                        class.push(d);
+                    }
+                }
+                if closed {
+                    class.push(']');
+                    out.push_str(&class);
+                } else {
+                    // an unclosed '[' is a literal one to fnmatch: match anything from here
+                    // (stricter)
+                    out.push_str(".*");
+                    return out;
+                }
+            }
+            c if c.is_ascii_alphanumeric() => out.push(c),
+            c if c.is_ascii() => {
+                out.push('%');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('$');
+    out
+}
+
 /// The file extensions PHP may be handed under: every AddHandler extension of a PHP
 /// handler, and the usual ones a `<FilesMatch>` SetHandler names.
 pub fn php_extensions(model: &Model) -> Vec<String> {
     let mut exts = std::collections::BTreeSet::new();
     exts.insert(".php".to_string());
-    let mut add = |s: &crate::model::Scope| {
+    let add = |s: &crate::model::Scope| {
         visit_scopes(s, &mut |sc| {
             for h in &sc.settings.mime().handlers {
                 if !h.handler.is_backend() {
@@ -1487,15 +1569,7 @@ pub fn php_extensions(model: &Model) -> Vec<String> {
             }
         });
     };
-    add(&model.server);
-    for v in &model.vhosts {
-        add(&v.scope);
-    }
-    for h in &model.htaccess {
-        if let Some(s) = &h.scope {
-            add(s);
-        }
-    }
+    top_scopes(model).for_each(add);
     exts.into_iter().collect()
 }
 

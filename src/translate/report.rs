@@ -626,7 +626,13 @@ fn carried(
     if let Some((_, why)) = IGNORED.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
         return Fate::Ignored { code: Code::NoEffect, reason: why.to_string() };
     }
-    if matches!(name, "IndexIgnore" | "IndexOptions" | "HeaderName" | "ReadmeName" | "IndexOrderDefault") {
+    if name.eq_ignore_ascii_case("IndexIgnore") {
+        return Fate::Approximated {
+            code: Code::ListingLook,
+            reason: "a listing that would show a name an IndexIgnore of the server hides (any folder's, in every folder) answers 403".into(),
+        };
+    }
+    if matches!(name, "IndexOptions" | "HeaderName" | "ReadmeName" | "IndexOrderDefault") {
         return Fate::Approximated {
             code: Code::ListingLook,
             reason: "lighttpd's directory listing has its own look".into(),

@@ -847,6 +847,13 @@ impl Site<'_> {
             exts.set(&e, true);
         }
         site.set("php_exts", exts);
+        let mut ignore = Value::table();
+        for p in super::conf::index_ignore(model) {
+            ignore.push(p);
+        }
+        if !ignore.is_empty() {
+            site.set("index_ignore", ignore);
+        }
         let links = self.symlinks(model);
         site.set("symlinks", if links.is_empty() { Value::Raw("{}".into()) } else { links });
         site.set("modules", if modules.is_empty() { Value::Raw("{}".into()) } else { modules });

@@ -1105,7 +1105,8 @@ end
 -- The status access control answers with, or nil; the second value says whether the
 -- user must authenticate (AuthType Basic: the caller checks credentials).
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
--- (it hides dotfiles only): one its subrequest would not serve (a <Files> deny, a realm).
+-- (it hides dotfiles only): one its subrequest would not serve (a <Files> deny, a realm),
+-- or one an IndexIgnore pattern names (site.index_ignore, every pattern of the server).
 -- Then the listing is refused rather than showing the name.
 function Ctx:listing_hides(dir)
   if reads then reads.no = true end
@@ -1114,8 +1115,14 @@ function Ctx:listing_hides(dir)
   local base = ends(dir, "/") and dir or (dir .. "/")
   local url = ends(self.uri, "/") and self.uri or (self.uri .. "/")
   local links = self.v.links
+  local ignore = self.site.index_ignore
   for name in names do
     if byte(name, 1) ~= 46 then
+      if ignore then
+        for i = 1, #ignore do
+          if find(name, ignore[i]) then return true end
+        end
+      end
       -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
       if links and links[base .. name] == false and stat(base .. name) ~= "missing" then return true end
       local kind = stat(base .. name)
@@ -1248,14 +1255,20 @@ function Ctx:try_redirect(r)
 end
 
 local function try_alias(a, uri)
+  local f
   if a.regex then
     local caps = rx(a.re, uri)
     if not caps then return nil end
-    return subst_dollars(a.to, caps)
+    f = subst_dollars(a.to, caps)
+  else
+    local n = alias_matches(uri, a.from)
+    if not n then return nil end
+    f = a.to .. sub(uri, n + 1)
   end
-  local n = alias_matches(uri, a.from)
-  if not n then return nil end
-  return a.to .. sub(uri, n + 1)
+  -- (`Alias /ht /srv/ht/` makes /srv/ht//in for /ht/in: Apache's directory walk merges
+  -- the slashes, apr_filepath_merge)
+  if f and find(f, "//", 1, true) then f = (f:gsub("//+", "/")) end
+  return f
 end
 
 ---------------------------------------------------------------------------------------

@@ -528,10 +528,11 @@ local function alias_outcome(cx, kind, a, b)
     if cx.args and not find(loc, "?", 1, true) then loc = loc .. "?" .. cx.args end
     cx.location = loc
     return a
-  elseif kind == "file" then
-    return nil, a
-  elseif kind == "cgi" then
-    cx.cgi = true
+  elseif kind == "file" or kind == "cgi" then
+    cx.cgi = kind == "cgi" or nil
+    -- (`Alias /ht /srv/ht/` makes /srv/ht//in for /ht/in: Apache's directory walk merges
+    -- the slashes, apr_filepath_merge)
+    if find(a, "//", 1, true) then a = (a:gsub("//+", "/")) end
     return nil, a
   elseif kind == "fail" then
     uncacheable()
@@ -806,16 +807,23 @@ local function login_ok(cx, a)
 end
 
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
--- (it hides dotfiles only): one that is denied.  Then the listing is refused rather than
--- showing the name.  Only sites with a denial anywhere look.
+-- (it hides dotfiles only): one that is denied, or one an IndexIgnore pattern names
+-- (site.index_ignore, every pattern of the server).  Then the listing is refused rather
+-- than showing the name.  Only sites with a denial or an IndexIgnore anywhere look.
 local function listing_hides(cx, dir)
   uncacheable()
   local names = lighty.c.readdir(dir)
   if type(names) ~= "function" then return true end
   local base = byte(dir, -1) == 47 and dir or (dir .. "/")
   local url = byte(cx.uri, -1) == 47 and cx.uri or (cx.uri .. "/")
+  local ignore = cx.site.index_ignore
   for name in names do
     if byte(name, 1) ~= 46 then
+      if ignore then
+        for i = 1, #ignore do
+          if find(name, ignore[i]) then return true end
+        end
+      end
       local p = base .. name
       -- A link Apache refuses (lighttpd's listing leaves out only a dangling one).
       if cx.site.links and cx.site.links[p] == false and stat(p) ~= "missing" then return true end

@@ -42,6 +42,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("plesk", "POST http://blog.example:80/Autodiscover/Autodiscover.xml", PROXY),
     ("plesk", "GET http://shop.example:80/mail/config-v1.1.xml?emailaddress=a%40shop.example", PROXY),
     ("listing-shows-denied", "GET /files/", LISTING),
+    ("listing-shows-denied", "GET /ignored/", INDEX_IGNORE),
+    ("listing-shows-denied", "GET /h/", INDEX_IGNORE),
     ("symlinks", "GET http://strict.test/listed/", LISTING_LINK),
     ("symlinks", "GET http://strict-i.test/listed/", LISTING_LINK),
     ("files-regex-limit", "GET /app/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!.php", REGEX_LIMIT),
@@ -187,6 +189,9 @@ const CONNECTION: &str = "Header set Connection keep-alive: Connection is the se
 
 const LISTING: &str = "mod_autoindex lists the folder without the file a <FilesMatch> denies; lighttpd's \
      listing would show its name, so the translation refuses the listing (403)";
+
+const INDEX_IGNORE: &str = "mod_autoindex lists the folder without the names IndexIgnore gives; lighttpd's \
+     listing would show them, so the translation refuses the listing (403)";
 
 const LISTING_LINK: &str = "mod_autoindex lists the folder without the symbolic link its Options refuse; \
      lighttpd's listing would show its name, so the translation refuses the listing (403)";

@@ -542,6 +542,11 @@ fn a_listing_never_shows_what_apache_hides() {
     let body = String::from_utf8_lossy(&body);
     assert!(status == 200 && body.contains("a.txt") && body.contains("b.txt"), "{status}: {body}");
     assert_eq!(get(port, "example.test", "/files/backup.sql").0, 403);
+    // names an IndexIgnore hides (the server's *.bak, h/.htaccess's secret-*)
+    for (folder, hidden) in [("/ignored/", "config.php.bak"), ("/h/", "secret-notes.txt")] {
+        let (status, body) = get(port, "example.test", folder);
+        assert!(status == 403 && !String::from_utf8_lossy(&body).contains(hidden), "{folder}: {status}");
+    }
 }
 
 /// Giving the runtime folder to the server's user never follows a symbolic link: a link

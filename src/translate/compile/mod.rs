@@ -553,7 +553,16 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let host_links = site.links.get(i.unwrap_or(model.vhosts.len())).cloned().unwrap_or_default();
     let refuses = host_links.links.values().any(Option::is_none);
     t.set("links", host_links.lua());
-    t.set("may_hide", w.may_hide || refuses);
+    let ignore = super::conf::index_ignore(model);
+    t.set("may_hide", w.may_hide || refuses || !ignore.is_empty());
+    if !ignore.is_empty() {
+        // IndexIgnore (conf::index_ignore): a listing showing such a name is refused
+        let mut l = lua::Value::table();
+        for p in ignore {
+            l.push(p);
+        }
+        t.set("index_ignore", l);
+    }
     if w.auth {
         t.set("auth", true);
     }
