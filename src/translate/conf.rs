@@ -1469,13 +1469,15 @@ fn top_scopes(model: &Model) -> impl Iterator<Item = &crate::model::Scope> {
         .chain(model.htaccess.iter().filter_map(|h| h.scope.as_ref()))
 }
 
-/// mod_autoindex's `IndexIgnore` patterns, from every scope and .htaccess of the server,
-/// as anchored Lua patterns over an entry's name: a listing that would show a name one of
-/// them matches is refused (403) rather than shown (lighttpd's listing hides dotfiles
-/// only). All of them for every folder, and the last segment of a pattern with a `/`:
-/// a superset of what Apache hides in any one folder, so the approximation only refuses
-/// more (`listing-look`). `IndexIgnoreReset` is left out the same way.
-pub fn index_ignore(model: &Model) -> Vec<String> {
+/// mod_autoindex's `IndexIgnore` patterns for host `host` (a vhost, or the main server
+/// for `None`): from the main server's scopes, the vhost's and every .htaccess the host
+/// reads, as anchored Lua patterns over an entry's name. A listing that would show a name
+/// one of them matches is refused (403) rather than shown (lighttpd's listing hides
+/// dotfiles only). All of the host's for every folder of it, and the last segment of a
+/// pattern with a `/`: a superset of what Apache hides in any one folder, so the
+/// approximation only refuses more (`listing-look`). `IndexIgnoreReset` is left out the
+/// same way.
+pub fn index_ignore(model: &Model, host: Option<usize>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let add = |s: &crate::model::Scope| {
         s.walk(&mut |s| {
@@ -1490,7 +1492,10 @@ pub fn index_ignore(model: &Model) -> Vec<String> {
             }
         })
     };
-    top_scopes(model).for_each(add);
+    std::iter::once(&model.server)
+        .chain(host.map(|i| &model.vhosts[i].scope))
+        .chain(model.htaccess.iter().filter(|h| h.host_ids.contains(&host)).filter_map(|h| h.scope.as_ref()))
+        .for_each(add);
     out
 }
 

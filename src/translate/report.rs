@@ -629,7 +629,7 @@ fn carried(
     if name.eq_ignore_ascii_case("IndexIgnore") {
         return Fate::Approximated {
             code: Code::ListingLook,
-            reason: "a listing that would show a name an IndexIgnore of the server hides (any folder's, in every folder) answers 403".into(),
+            reason: "a listing that would show a name an IndexIgnore hides (any the host reads, in every folder of the host) answers 403".into(),
         };
     }
     if matches!(name, "IndexOptions" | "HeaderName" | "ReadmeName" | "IndexOrderDefault") {

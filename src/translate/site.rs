@@ -847,13 +847,6 @@ impl Site<'_> {
             exts.set(&e, true);
         }
         site.set("php_exts", exts);
-        let mut ignore = Value::table();
-        for p in super::conf::index_ignore(model) {
-            ignore.push(p);
-        }
-        if !ignore.is_empty() {
-            site.set("index_ignore", ignore);
-        }
         let links = self.symlinks(model);
         site.set("symlinks", if links.is_empty() { Value::Raw("{}".into()) } else { links });
         site.set("modules", if modules.is_empty() { Value::Raw("{}".into()) } else { modules });
@@ -889,6 +882,14 @@ impl Site<'_> {
         t.set("server_admin", crate::eval::server_admin(model, i));
         t.set("docroot", docroot.map(|d| self.path(&d)));
         t.set("canonical", canonical);
+        // IndexIgnore (conf::index_ignore): a listing showing such a name is refused
+        let mut ignore = Value::table();
+        for p in super::conf::index_ignore(model, i) {
+            ignore.push(p);
+        }
+        if !ignore.is_empty() {
+            t.set("index_ignore", ignore);
+        }
         if model.keeps_slashes(i) {
             t.set("keep_slashes", true);
         }

@@ -1106,7 +1106,7 @@ end
 -- user must authenticate (AuthType Basic: the caller checks credentials).
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
 -- (it hides dotfiles only): one its subrequest would not serve (a <Files> deny, a realm),
--- or one an IndexIgnore pattern names (site.index_ignore, every pattern of the server).
+-- or one an IndexIgnore pattern names (the host's index_ignore: every pattern it reads).
 -- Then the listing is refused rather than showing the name.
 function Ctx:listing_hides(dir)
   if reads then reads.no = true end
@@ -1115,7 +1115,7 @@ function Ctx:listing_hides(dir)
   local base = ends(dir, "/") and dir or (dir .. "/")
   local url = ends(self.uri, "/") and self.uri or (self.uri .. "/")
   local links = self.v.links
-  local ignore = self.site.index_ignore
+  local ignore = self.v.index_ignore
   for name in names do
     if byte(name, 1) ~= 46 then
       if ignore then

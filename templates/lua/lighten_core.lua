@@ -808,7 +808,7 @@ end
 
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
 -- (it hides dotfiles only): one that is denied, or one an IndexIgnore pattern names
--- (site.index_ignore, every pattern of the server).  Then the listing is refused rather
+-- (site.index_ignore, every pattern the host reads).  Then the listing is refused rather
 -- than showing the name.  Only sites with a denial or an IndexIgnore anywhere look.
 local function listing_hides(cx, dir)
   uncacheable()
