@@ -205,11 +205,24 @@ const CORE_FUNCTIONS: &[&str] = &[
 /// a function neither the core nor mod_ssl (`PeerExtList`) has. `None` also when `src`
 /// does not parse (that is `parse`'s error to tell).
 pub fn unknown_name(src: &str, string: bool, ssl: bool, http2: bool) -> Option<(String, usize)> {
-    let names = if string {
-        parse::string_with_variables(src).ok()?.1
-    } else {
-        parse::condition_with_variables(src).ok()?.1
-    };
+    first_unknown(names_of(src, string).ok()?, ssl, http2)
+}
+
+/// What Apache says of expression `src` (a condition, or with `string` a string
+/// expression) while reading the configuration: that it does not parse, or the first name
+/// it does not have (`unknown_name`). One parse.
+pub fn check(src: &str, string: bool, ssl: bool, http2: bool) -> Result<(), ExprError> {
+    match first_unknown(names_of(src, string)?, ssl, http2) {
+        Some((message, offset)) => Err(ExprError { offset, message }),
+        None => Ok(()),
+    }
+}
+
+fn names_of(src: &str, string: bool) -> Result<parse::Names, ExprError> {
+    Ok(if string { parse::string_with_variables(src)?.1 } else { parse::condition_with_variables(src)?.1 })
+}
+
+fn first_unknown(names: parse::Names, ssl: bool, http2: bool) -> Option<(String, usize)> {
     let variable = names.variables.into_iter().find(|(name, _)| {
         let up = name.to_ascii_uppercase();
         !(eval::CORE_VARIABLES.contains(&up.as_str())

@@ -326,23 +326,13 @@ impl Builder {
             _ => Matcher::Path(args.first()?.to_string()),
         };
         if let (Matcher::Expr(e), true) = (&m, on)
-            && let Err(err) = crate::expr::parse(e)
+            && let Err(err) = crate::expr::check(e, false, self.expr_modules.0, self.expr_modules.1)
         {
             let at = item.args.first().map(|w| w.span).unwrap_or(item.span);
             self.diags.push(Diagnostic::new(
                 Code::BadExpr,
                 at,
                 format!("<{}>: {} (at byte {} of the expression)", item.name.value, err.message, err.offset),
-            ));
-        } else if let (Matcher::Expr(e), true) = (&m, on)
-            && let Some((what, offset)) =
-                crate::expr::unknown_name(e, false, self.expr_modules.0, self.expr_modules.1)
-        {
-            let at = item.args.first().map(|w| w.span).unwrap_or(item.span);
-            self.diags.push(Diagnostic::new(
-                Code::BadExpr,
-                at,
-                format!("<{}>: {what} (at byte {offset} of the expression)", item.name.value),
             ));
         }
         if let (Matcher::Regex(re), true) = (&m, on)

@@ -422,23 +422,12 @@ pub fn read_cond(item: &Item, rw: &mut RewriteConfig, cx: &mut ReadCx) {
         return;
     }
     if pattern.kind == CondKind::Expr
-        && let Err(e) = crate::expr::parse(&pattern.operand)
+        && let Err(e) = crate::expr::check(&pattern.operand, false, cx.expr_modules.0, cx.expr_modules.1)
     {
         cx.diags.push(Diagnostic::new(
             Code::BadExpr,
             args[1].0,
             format!("RewriteCond expr: {} (at byte {} of '{}')", e.message, e.offset, pattern.operand),
-        ));
-        return;
-    }
-    if pattern.kind == CondKind::Expr
-        && let Some((what, offset)) =
-            crate::expr::unknown_name(&pattern.operand, false, cx.expr_modules.0, cx.expr_modules.1)
-    {
-        cx.diags.push(Diagnostic::new(
-            Code::BadExpr,
-            args[1].0,
-            format!("RewriteCond expr: {what} (at byte {offset} of '{}')", pattern.operand),
         ));
         return;
     }

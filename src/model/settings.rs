@@ -122,19 +122,9 @@ pub struct ReadCx<'a> {
 /// variable Apache does not have, is a `bad-expr` error (the server does not start; a
 /// .htaccess answers 500). True when it is fine.
 pub fn check_expr(cx: &mut ReadCx, item: &Item, text: &str, string: bool) -> bool {
-    let parsed = if string {
-        crate::expr::parse_string(text).map(|_| ())
-    } else {
-        crate::expr::parse(text).map(|_| ())
-    };
     let (ssl, http2) = cx.expr_modules;
-    let message = match parsed {
-        Err(e) => format!("{}: {} (at byte {} of '{text}')", item.name.value, e.message, e.offset),
-        Ok(()) => match crate::expr::unknown_name(text, string, ssl, http2) {
-            None => return true,
-            Some((what, at)) => format!("{}: {what} (at byte {at} of '{text}')", item.name.value),
-        },
-    };
+    let Err(e) = crate::expr::check(text, string, ssl, http2) else { return true };
+    let message = format!("{}: {} (at byte {} of '{text}')", item.name.value, e.message, e.offset);
     cx.diags.push(Diagnostic::new(crate::diagnostic::Code::BadExpr, item.span, message));
     false
 }

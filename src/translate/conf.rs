@@ -523,25 +523,38 @@ fn address_choice(
     bind: &str,
     listen_given: bool,
 ) -> AddressChoice {
-    // Each vhost of the port with the addresses it names there (None: a wildcard).
-    let mut named: Vec<(usize, Option<Vec<String>>)> = Vec::new();
+    // The addresses the port's vhosts name, in the order they first appear, each with the
+    // vhosts naming it; the vhosts naming a wildcard; those naming some address. (Each in
+    // `on_port` order: a server of 1,000 accounts has as many vhosts on one address.)
     let mut ips: Vec<String> = Vec::new();
+    let mut by_ip: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    let mut wild: Vec<usize> = Vec::new();
+    let mut specific: Vec<usize> = Vec::new();
     let mut unresolved = false;
     let mut at = None;
+    let push = |v: &mut Vec<usize>, n: usize| {
+        if v.last() != Some(&n) {
+            v.push(n);
+        }
+    };
     for &n in on_port {
         let Some(i) = hosts[n] else { continue };
         for a in model.vhosts[i].addresses.iter().filter(|a| a.port.is_none_or(|p| p == port)) {
-            let addrs = addresses_of(&a.host);
-            if let Some(list) = &addrs {
-                at.get_or_insert(a.at);
-                unresolved |= list.is_empty();
-                for ip in list {
-                    if !ips.contains(ip) {
-                        ips.push(ip.clone());
+            match addresses_of(&a.host) {
+                None => push(&mut wild, n),
+                Some(list) => {
+                    at.get_or_insert(a.at);
+                    unresolved |= list.is_empty();
+                    push(&mut specific, n);
+                    for ip in list {
+                        let g = by_ip.entry(ip).or_insert_with_key(|ip| {
+                            ips.push(ip.clone());
+                            Vec::new()
+                        });
+                        push(g, n);
                     }
                 }
             }
-            named.push((n, addrs));
         }
     }
     let whole = AddressChoice {
@@ -554,27 +567,9 @@ fn address_choice(
     if ips.is_empty() && !unresolved {
         return whole;
     }
-    // The vhosts Apache chooses among on address `ip` (None: an address no vhost names).
-    let group = |ip: Option<&str>| -> Vec<usize> {
-        on_port
-            .iter()
-            .copied()
-            .filter(|&n| {
-                named.iter().any(|(m, addrs)| {
-                    *m == n
-                        && match (ip, addrs) {
-                            (Some(ip), Some(list)) => list.iter().any(|a| a == ip),
-                            (None, None) => true,
-                            _ => false,
-                        }
-                })
-            })
-            .collect()
-    };
-    let others = || -> Vec<usize> {
-        let w = group(None);
-        if w.is_empty() { vec![hosts.len() - 1] } else { w }
-    };
+    // The vhosts Apache chooses among on address `ip`, and on an address no vhost names.
+    let group = |ip: &str| -> Vec<usize> { by_ip.get(ip).cloned().unwrap_or_default() };
+    let others = if wild.is_empty() { vec![hosts.len() - 1] } else { wild.clone() };
     // A vhost address that resolves to nothing may be any address: nothing on the port is
     // answered (Apache would not start without resolving it either).
     let nowhere = |chosen: Vec<usize>| AddressChoice {
@@ -589,25 +584,24 @@ fn address_choice(
         if unresolved {
             return nowhere(on_port.to_vec());
         }
-        let g = group(Some(&bound));
+        let g = group(&bound);
         let chosen = if !g.is_empty() {
             g
         } else if listen_given {
             // --listen's address, naming no vhost, stands for all of Apache's addresses of
             // the port (as the sandbox Apache of `lighten verify` has them all on 127.0.0.1).
-            on_port.iter().copied().filter(|&n| ips.iter().any(|ip| group(Some(ip)).contains(&n))).collect()
+            specific
         } else {
-            others()
+            others
         };
         return AddressChoice { chosen, ..whole };
     }
-    let wild = group(None);
-    let chosen = if !wild.is_empty() || ips.is_empty() { wild } else { group(Some(&ips[0])) };
+    let chosen = if !wild.is_empty() || ips.is_empty() { wild } else { group(&ips[0]) };
     if unresolved {
         return nowhere(chosen);
     }
-    let (answering, refused) = ips.iter().cloned().partition(|ip| group(Some(ip)) == chosen);
-    let others_refused = others() != chosen;
+    let (answering, refused) = ips.iter().cloned().partition(|ip| by_ip[ip] == chosen);
+    let others_refused = others != chosen;
     AddressChoice { chosen, refused, others_refused, answering, at }
 }
 
