@@ -19,6 +19,7 @@ mod reread;
 pub mod rewrite;
 mod scope;
 mod select;
+pub use select::Prints;
 pub mod server;
 pub mod settings;
 pub mod subnet;

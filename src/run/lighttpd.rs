@@ -45,6 +45,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Where the programs lighten starts here are looked for (their `PATH`).
+const SEARCH: &str = "/usr/sbin:/usr/bin:/bin";
+
 /// How long [`start`] waits for the port to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a graceful shutdown may take before lighttpd is told to stop at once.
@@ -92,7 +95,7 @@ pub fn check_config(conf: &Path) -> Result<(), String> {
 
 /// `lighttpd -tt -f conf` with a clean environment, its output captured.
 pub(crate) fn test_config(conf: &Path) -> io::Result<std::process::Output> {
-    Command::new("lighttpd")
+    Command::new(super::process::program("lighttpd", SEARCH))
         .arg("-tt")
         .arg("-f")
         .arg(conf)
@@ -128,7 +131,7 @@ pub(crate) fn strip_timestamp(line: &str) -> &str {
 /// `luac5.4 -p file`: the Lua script parses. One file per call (Debian's luac aborts
 /// when given several).
 pub fn check_lua(file: &Path) -> Result<(), String> {
-    let out = Command::new("luac5.4")
+    let out = Command::new(super::process::program("luac5.4", SEARCH))
         .arg("-p")
         .arg("--")
         .arg(file)
@@ -306,7 +309,7 @@ fn start_with(conf: &Path, sandbox: &Sandbox, port: u16, quick: bool) -> io::Res
     let taken = TcpListener::bind(("127.0.0.1", port)).is_err();
     let stderr_log = sandbox.path().join(format!("logs/lighttpd-{port}.stderr"));
     let out = std::fs::File::create(&stderr_log)?;
-    let mut cmd = Command::new("lighttpd");
+    let mut cmd = Command::new(super::process::program("lighttpd", SEARCH));
     cmd.arg("-D").arg("-f").arg(conf);
     cmd.current_dir(sandbox.path());
     cmd.env_clear().env("PATH", "/usr/sbin:/usr/bin:/bin").env("LANG", "C");

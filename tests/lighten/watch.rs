@@ -456,3 +456,111 @@ fn the_printed_watch_line_runs_as_printed_for_relative_paths() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("start: the conversion is the same, nothing to do"), "{err}");
 }
+
+#[test]
+fn an_edit_of_one_accounts_apache_file_converts_that_account_alone() {
+    if !servers_present() {
+        return;
+    }
+    // A Plesk server: each account's vhost.conf is included inside its own <VirtualHost>.
+    let (tmp, site) = open_copy("plesk");
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let php = format!("127.0.0.1:{}", sandbox::free_port().unwrap());
+    let (site_s, out_s, listen) =
+        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
+    let vhosts = format!("{site_s}/var/www/vhosts");
+    let args = ["--sysroot", &site_s, &vhosts, "--out", &out_s, "--listen", &listen, "--php-backend", &php];
+    let (_conv, _lighttpd) = serve_converted(&args, port);
+    let (_watch, rx) = watching(&args, &[]);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("watch starts")["outcome"], "unchanged");
+    let load = lighten::config::LoadOptions {
+        sysroot: lighten::source::Sysroot::at(&site),
+        ..lighten::config::LoadOptions::default()
+    };
+    // The running lighttpd and the evaluator on the tree as it is now (Apache's answer, as
+    // the differential tests hold the evaluator to real Apache for this fixture).
+    let answers = |lines: &str| -> Vec<(String, u16, u16)> {
+        let mut cfg = lighten::config::load(Path::new(&vhosts), &load).unwrap();
+        let (model, _) = lighten::model::build(&mut cfg);
+        lighten::eval::request::parse_file(lines)
+            .unwrap()
+            .into_iter()
+            .map(|req| {
+                let host = req.host.clone().unwrap();
+                let sent = verify::Sent::new(&req, &host, vec![("Host".into(), host.clone())]);
+                let mut r = req.clone();
+                r.host = req.host_header(&host);
+                let ev = lighten::eval::evaluate(&model, &cfg.sysroot, &r, 80);
+                // (no PHP runs here: what PHP would answer, lighttpd answers 503)
+                let apache = match ev.outcome.served {
+                    lighten::eval::Served::Php { .. } => 503,
+                    _ => ev.outcome.status,
+                };
+                (req.to_line(), apache, verify::send(port, false, &sent).unwrap().status)
+            })
+            .collect()
+    };
+    let same = |lines: &str, what: &str| {
+        // (the running lighttpd reads new Lua at its next request; a restart takes longer)
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let got = answers(lines);
+            if got.iter().all(|(_, a, l)| a == l) {
+                return got;
+            }
+            assert!(Instant::now() < deadline, "{what}: (request, Apache, lighttpd) {got:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let requests = "GET http://shop.example/private-x/a.html\nGET http://shop.example/moved\n\
+                    GET http://shop.example/old-shop\nGET http://static.example/index.html\n";
+    let before = same(requests, "before any edit");
+    assert_eq!((before[2].1, before[3].1), (301, 200), "{before:?}");
+
+    // (a <Files> section would not do: after Plesk's statistics realm it opens the realm
+    // for its names, in lighttpd.conf, which is a whole step)
+    let conf = site.join("var/www/vhosts/system/shop.example/conf/vhost.conf");
+    let edits = [
+        ("a <Location> deny", "\n<Location /private-x>\n  Require all denied\n</Location>\n"),
+        ("a Redirect", "\nRedirect 301 /moved /shop\n"),
+    ];
+    for (what, text) in edits {
+        let now = std::fs::read_to_string(&conf).unwrap();
+        std::fs::write(&conf, now + text).unwrap();
+        let r = record_for(&rx, &conf, what);
+        assert_eq!(r["why"], serde_json::json!(["server-config"]), "{what}: {r}");
+        assert_eq!(r["outcome"], "converted", "{what}: {r}");
+        // That account alone: its own modules and the output's identity, no restart.
+        assert_eq!(r["sites"], serde_json::json!(["shop.example"]), "{what}: {r}");
+        let written: Vec<&str> =
+            r["written"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        assert!(
+            written.iter().all(|w| w.starts_with("lua/shop_example") || *w == "lua/lighten_output.lua"),
+            "{what}: {r}"
+        );
+        assert_eq!(r["reload"]["kind"], "reloaded", "{what}: {r}");
+        assert!(r["checked"].as_u64().unwrap() > 0, "{what}: the new answers were checked: {r}");
+        same(requests, what);
+    }
+    let after = same(requests, "after the edits");
+    assert_eq!((after[0].1, after[1].1, after[3].1), (403, 301, 200), "{after:?}");
+    // The whole conversion once the tree is quiet finds nothing else to write.
+    let confirm = loop {
+        let r = rx.recv_timeout(Duration::from_secs(30)).expect("the confirming whole conversion");
+        if r["why"] == serde_json::json!(["confirm"]) {
+            break r;
+        }
+    };
+    let written: Vec<&str> =
+        confirm["written"].as_array().map_or(Vec::new(), |w| w.iter().filter_map(|x| x.as_str()).collect());
+    assert!(confirm["reason"].is_null() && written.iter().all(|w| w.starts_with("report.")), "{confirm}");
+    // A file of the main server's configuration concerns every site: a whole step.
+    let server = site.join("etc/apache2/plesk.conf.d/server.conf");
+    let now = std::fs::read_to_string(&server).unwrap();
+    std::fs::write(&server, format!("# an admin's note\n{now}")).unwrap();
+    let r = record_for(&rx, &server, "the server's own file");
+    assert!(r["sites"].is_null(), "{r}");
+    assert!(matches!(r["outcome"].as_str(), Some("converted" | "unchanged")), "{r}");
+    same(requests, "after the server's file changed");
+}

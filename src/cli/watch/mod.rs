@@ -8,7 +8,9 @@
 //! changed hook script, which reloads the modules), else by a graceful restart.  A step
 //! that cannot write leaves the output in force: its .htaccess safety net answers 503
 //! where a changed file is met, never the old answer.  Steps run after filesystem events
-//! (inotify, `tree.rs`) settle, so an editor's several writes are one change.
+//! (inotify, `tree.rs`) settle, so an editor's several writes are one change.  A change
+//! that concerns only some sites (an .htaccess they alone reach, or their own part of the
+//! Apache configuration) converts those sites alone when that is exact (`site.rs`).
 
 mod site;
 mod tree;
@@ -162,9 +164,16 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         let why: Vec<Why> = pending.values().copied().collect::<BTreeSet<_>>().into_iter().collect();
         let changed: Vec<PathBuf> = std::mem::take(&mut pending).into_keys().collect();
         first_at = None;
-        let sites_only = !changed.is_empty() && why.iter().all(|w| *w != Why::ServerConfig);
-        let step = match base.as_mut().filter(|_| sites_only) {
-            Some(b) => match job.step_sites(b, &changed, why.clone(), t0, wall) {
+        // Per-directory files only: the changed paths are read again; a configuration
+        // file among them: the configuration is read again, whole. Either way only the
+        // sites the change concerns are converted, when that is exact.
+        let config_file = why.contains(&Why::ServerConfig);
+        let step = match base.as_mut().filter(|_| !changed.is_empty()) {
+            Some(b) => match if config_file {
+                job.step_config_sites(b, &changed, why.clone(), t0, wall)
+            } else {
+                job.step_sites(b, &changed, why.clone(), t0, wall)
+            } {
                 Ok(step) => {
                     if step.record.outcome == Outcome::Converted {
                         since_whole.get_or_insert_with(Vec::new).extend(changed.iter().cloned());

@@ -1,6 +1,7 @@
 //! The site-only step: an .htaccess edit in one account of a big server converts that
 //! account alone and puts only its own files in force, in tens of milliseconds instead of
-//! the seconds a whole server takes.
+//! the seconds a whole server takes; an edit of the account's own Apache files (its
+//! vhost.conf) does the same after reading the configuration again ([`Job::step_config_sites`]).
 //!
 //! The last whole conversion stays in memory ([`Base`]: the configuration read, its model,
 //! the digest of each Lua file written). On a change to per-directory files only, the
@@ -31,6 +32,10 @@ pub struct Base {
     /// Each Lua file of the output and its digest (`translate::lua_digest`), in the
     /// output's order.
     pub lua: Vec<(PathBuf, u64)>,
+    /// What a change to the configuration's files compares the model read again with,
+    /// made at the first such change and kept while the model stays (`None` after a
+    /// site-only step for .htaccess files, which changes the model in place).
+    pub prints: Option<crate::model::Prints>,
 }
 
 impl Base {
@@ -41,7 +46,7 @@ impl Base {
             .filter(|(rel, _)| rel.extension().is_some_and(|e| e == "lua") && rel.as_os_str() != IDENTITY)
             .map(|(rel, text)| (rel.clone(), translate::lua_digest(rel, text, out_dir)))
             .collect();
-        Base { cfg, model, lua }
+        Base { cfg, model, lua, prints: None }
     }
 }
 
@@ -77,6 +82,7 @@ impl Job {
         let keep = site_vhosts(&base.model, &sites.indices);
         record.sites = sites.primary.clone();
         let before = base.model.only_vhosts(&keep);
+        base.prints = None;
         match crate::model::reread(&mut base.cfg, &mut base.model, changed) {
             Reread::Whole(why) => return Err(why),
             Reread::Same => {
@@ -101,18 +107,100 @@ impl Job {
             }
         }
         let after = base.model.only_vhosts(&keep);
-        let (old, new) = std::thread::scope(|s| {
-            let old = s.spawn(|| self.convert(&base.cfg, &before));
-            let new = self.convert(&base.cfg, &after);
-            (old.join().map_err(|_| "converting the site as it was failed".to_string()), new)
-        });
-        let (old, new) = (old??, new?);
+        let convs = self.convert_both((&base.cfg, &before), (&base.cfg, &after))?;
+        self.put_sites(base, record, &after, convs, changed, changed, t0)
+    }
+
+    /// The site-only step for a change to the configuration's own files (an account's
+    /// vhost.conf on a Plesk server, a site's file in sites-enabled): the configuration
+    /// is read again, whole (reading a 1,000-account server costs a fraction of converting
+    /// it), and when the new model differs from the kept one only in some sites' virtual
+    /// hosts and the .htaccess files only they reach, or only they read the changed
+    /// files (`Model::changed_vhosts`), those sites are converted alone, as for an
+    /// .htaccess edit. `Err` says why only a whole step is exact here; the base is then
+    /// no longer the output's and must be dropped.
+    pub(super) fn step_config_sites(
+        &self,
+        base: &mut Base,
+        changed: &[PathBuf],
+        why: Vec<watch::Why>,
+        t0: Instant,
+        wall: SystemTime,
+    ) -> Result<Step, String> {
+        let mut record = Record::new(changed, why, wall);
+        record.outcome = Outcome::Unchanged;
+        let (cfg, model) =
+            super::super::convert::load_sites(&self.config, &self.load, &self.vhosts, self.color)
+                .map_err(|e| format!("{e:#}"))?;
+        let ids = |cfg: &Config| -> Vec<crate::source::FileId> {
+            cfg.sources
+                .files()
+                .filter(|(_, f)| {
+                    let p = super::absolute(Path::new(&f.display)).unwrap_or_default();
+                    changed.contains(&p)
+                })
+                .map(|(id, _)| id)
+                .collect()
+        };
+        let read = t0.elapsed();
+        let was = base.prints.take().unwrap_or_else(|| base.model.prints());
+        let now = model.prints();
+        let hit = was.changed_vhosts(&ids(&base.cfg), &now, &ids(&cfg))?;
+        if std::env::var_os("LIGHTEN_WATCH_DEBUG").is_some() {
+            eprintln!(
+                "lighten watch: configuration read again in {} ms, compared in {} ms",
+                read.as_millis(),
+                (t0.elapsed() - read).as_millis()
+            );
+        }
+        let keep = site_vhosts(&model, &hit);
+        if keep != site_vhosts(&base.model, &hit) {
+            return Err("the sites' virtual hosts are not the same ones".into());
+        }
+        for &i in &keep {
+            let name = model.vhosts[i].server_name.clone().ok_or("a site without a name changes")?;
+            if !record.sites.contains(&name) {
+                record.sites.push(name);
+            }
+        }
+        let watched = super::Watched::of(&cfg, &model, self.ignored());
+        let before = base.model.only_vhosts(&keep);
+        let after = model.only_vhosts(&keep);
+        let convs = self.convert_both((&base.cfg, &before), (&cfg, &after))?;
+        // From here the kept conversion is the new configuration's (the caller drops it
+        // when this step gives up).
+        base.cfg = cfg;
+        base.model = model;
+        base.prints = Some(now);
+        // (the .htaccess files are the same: the safety net's table keeps its entries,
+        // and a table that changes is a whole step)
+        let mut step = self.put_sites(base, record, &after, convs, changed, &[], t0)?;
+        step.watched = Some(watched);
+        Ok(step)
+    }
+
+    /// The end of a site-only step: the sites converted as they were and as they are
+    /// (`convs`), the difference spliced into the output (the safety net's entries at or
+    /// below `table_paths` from the new conversion), checked and written.
+    #[allow(clippy::too_many_arguments)]
+    fn put_sites(
+        &self,
+        base: &mut Base,
+        mut record: Record,
+        after: &Model,
+        convs: (Conversion, Conversion),
+        changed: &[PathBuf],
+        table_paths: &[PathBuf],
+        t0: Instant,
+    ) -> Result<Step, String> {
+        let ms = |d: std::time::Duration| d.as_millis() as u64;
+        let (old, new) = convs;
         record.convert_ms = ms(t0.elapsed());
         record.counts = new.report.counts.clone();
         record.findings = watch::htaccess_errors(&base.cfg, changed);
         record.findings.extend(watch::findings_in(&new.report, changed));
         let inexact = new.report.inexact();
-        let files = self.splice(base, &old, &new, changed)?;
+        let files = self.splice(base, &old, &new, table_paths)?;
         let done = |mut record: Record, outcome: Outcome, reason: Option<String>| {
             record.outcome = outcome;
             record.reason = reason;
@@ -128,7 +216,7 @@ impl Job {
         }
         // The same checks as a whole step's, on the site's own conversion.
         self.check_staged(&new, &files)?;
-        let checked = self.check_answers(&base.cfg, &after, &record.changed, false)?;
+        let checked = self.check_answers(&base.cfg, after, &record.changed, false)?;
         record.checked = checked;
         self.write(base, &files)?;
         record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
@@ -147,6 +235,20 @@ impl Job {
             }
         }
         Ok(())
+    }
+
+    /// The sites converted as they were and as they are, side by side.
+    fn convert_both(
+        &self,
+        was: (&Config, &Model),
+        now: (&Config, &Model),
+    ) -> Result<(Conversion, Conversion), String> {
+        let (old, new) = std::thread::scope(|s| {
+            let old = s.spawn(|| self.convert(was.0, was.1));
+            let new = self.convert(now.0, now.1);
+            (old.join().map_err(|_| "converting the site as it was failed".to_string()), new)
+        });
+        Ok((old??, new?))
     }
 
     /// The site converted as `convert --vhost` converts it, for this output.
@@ -320,9 +422,20 @@ fn under_changed(key: &str, changed: &[PathBuf]) -> bool {
 /// entries.
 fn splice_table(whole: &str, old: &str, new: &str, changed: &[PathBuf]) -> Option<String> {
     let (head, entries, tail) = table_parts(whole)?;
-    let (old_head, _, old_tail) = table_parts(old)?;
+    let (old_head, old_entries, old_tail) = table_parts(old)?;
     let (new_head, new_entries, new_tail) = table_parts(new)?;
     if old_head != new_head || old_tail != new_tail {
+        return None;
+    }
+    // (the entries of files no change names are the same in both: a configuration change
+    // that makes the site read other .htaccess files changes beyond them)
+    let outside = |e: &BTreeMap<&str, &str>| -> Vec<(String, String)> {
+        e.iter()
+            .filter(|(k, _)| !under_changed(k, changed))
+            .map(|(k, l)| (k.to_string(), l.to_string()))
+            .collect()
+    };
+    if outside(&old_entries) != outside(&new_entries) {
         return None;
     }
     let mut out: BTreeMap<&str, String> = entries
