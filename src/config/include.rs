@@ -28,40 +28,55 @@ fn has_wildcard(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// Files to read for `path` (absolute, after ServerRoot resolution), with the problems
-/// Apache would report.  With `optional`, wildcard misses are not problems.
-pub fn expand(fs: &Sysroot, path: &str, optional: bool) -> (Vec<String>, Vec<IncludeProblem>) {
-    let mut files = Vec::new();
-    let mut problems = Vec::new();
-    let path = clean_path(path);
-    if !has_wildcard(&path) {
-        if fs.exists(&path) {
-            read_path(fs, &path, &mut files);
-        } else if !optional {
-            problems.push(IncludeProblem::NotFound(path));
-        }
-        return (files, problems);
-    }
-    let comps: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    walk(fs, "", &comps, optional, &mut files, &mut problems);
-    (files, problems)
+/// What an `Include` reads: its files in Apache's order, the problems Apache would
+/// report, and the folders where a file added or removed would change what it reads (each
+/// folder a wildcard lists, each folder read whole, the nearest existing folder above a
+/// path that does not exist): what `lighten watch` watches beside the files.
+#[derive(Clone, Debug, Default)]
+pub struct Expansion {
+    pub files: Vec<String>,
+    pub problems: Vec<IncludeProblem>,
+    pub dirs: Vec<String>,
 }
 
-fn walk(
-    fs: &Sysroot,
-    base: &str,
-    comps: &[&str],
-    optional: bool,
-    files: &mut Vec<String>,
-    problems: &mut Vec<IncludeProblem>,
-) {
-    let Some(i) = comps.iter().position(|c| has_wildcard(c)) else {
-        let p = format!("{base}/{}", comps.join("/"));
-        if fs.exists(&p) {
-            read_path(fs, &p, files);
-        } else if !optional {
-            problems.push(IncludeProblem::NotFound(p));
+/// Files to read for `path` (absolute, after ServerRoot resolution), with the problems
+/// Apache would report.  With `optional`, wildcard misses are not problems.
+pub fn expand(fs: &Sysroot, path: &str, optional: bool) -> Expansion {
+    let mut e = Expansion::default();
+    let path = clean_path(path);
+    if !has_wildcard(&path) {
+        literal(fs, &path, optional, &mut e);
+        return e;
+    }
+    let comps: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    walk(fs, "", &comps, optional, &mut e);
+    e
+}
+
+/// A path without wildcards: read if it exists, else a problem (unless optional) and its
+/// nearest existing folder watched.
+fn literal(fs: &Sysroot, p: &str, optional: bool, e: &mut Expansion) {
+    if fs.exists(p) {
+        read_path(fs, p, e);
+        return;
+    }
+    if !optional {
+        e.problems.push(IncludeProblem::NotFound(p.to_string()));
+    }
+    let mut dir = p;
+    while let Some((up, _)) = dir.rsplit_once('/') {
+        dir = up;
+        let d = if dir.is_empty() { "/" } else { dir };
+        if fs.is_dir(d) {
+            e.dirs.push(d.to_string());
+            break;
         }
+    }
+}
+
+fn walk(fs: &Sysroot, base: &str, comps: &[&str], optional: bool, e: &mut Expansion) {
+    let Some(i) = comps.iter().position(|c| has_wildcard(c)) else {
+        literal(fs, &format!("{base}/{}", comps.join("/")), optional, e);
         return;
     };
     let dir = if i == 0 { base.to_string() } else { format!("{base}/{}", comps[..i].join("/")) };
@@ -70,6 +85,7 @@ fn walk(
     let last = i + 1 == comps.len();
     let matcher = Pattern::new(pattern).ok();
     let mut matched = 0;
+    e.dirs.push(dir_name.clone());
     for name in fs.list_dir(&dir_name).unwrap_or_default() {
         if name == "." || name == ".." {
             continue;
@@ -84,25 +100,26 @@ fn walk(
         let child = format!("{dir}/{name}");
         if last {
             matched += 1;
-            read_path(fs, &child, files);
+            read_path(fs, &child, e);
         } else if fs.is_dir(&child) {
             matched += 1;
-            walk(fs, &child, &comps[i + 1..], optional, files, problems);
+            walk(fs, &child, &comps[i + 1..], optional, e);
         }
     }
     if matched == 0 && !optional {
-        problems.push(IncludeProblem::NoMatch { pattern: pattern.to_string(), dir: dir_name });
+        e.problems.push(IncludeProblem::NoMatch { pattern: pattern.to_string(), dir: dir_name });
     }
 }
 
 /// A file, or every file below a directory in bytewise order.
-fn read_path(fs: &Sysroot, path: &str, files: &mut Vec<String>) {
+fn read_path(fs: &Sysroot, path: &str, e: &mut Expansion) {
     if fs.is_dir(path) {
+        e.dirs.push(path.to_string());
         for name in fs.list_dir(path).unwrap_or_default() {
-            read_path(fs, &format!("{}/{name}", path.trim_end_matches('/')), files);
+            read_path(fs, &format!("{}/{name}", path.trim_end_matches('/')), e);
         }
     } else {
-        files.push(path.to_string());
+        e.files.push(path.to_string());
     }
 }
 
@@ -132,25 +149,42 @@ mod tests {
     fn orders_and_misses_match_apache() {
         let t = tree();
         let fs = Sysroot::at(t.path());
-        assert_eq!(expand(&fs, "/etc/a/*.conf", false).0, ["/etc/a/1.conf", "/etc/a/2.conf"]);
+        assert_eq!(expand(&fs, "/etc/a/*.conf", false).files, ["/etc/a/1.conf", "/etc/a/2.conf"]);
         assert_eq!(
-            expand(&fs, "/etc/a", false).0,
+            expand(&fs, "/etc/a", false).files,
             ["/etc/a/.hidden.conf", "/etc/a/1.conf", "/etc/a/2.conf", "/etc/a/sub/3.conf"]
         );
-        assert_eq!(expand(&fs, "/etc/a/*", false).0, ["/etc/a/1.conf", "/etc/a/2.conf", "/etc/a/sub/3.conf"]);
-        let (files, problems) = expand(&fs, "/etc/*/1.conf", false);
+        assert_eq!(
+            expand(&fs, "/etc/a/*", false).files,
+            ["/etc/a/1.conf", "/etc/a/2.conf", "/etc/a/sub/3.conf"]
+        );
+        let Expansion { files, problems, .. } = expand(&fs, "/etc/*/1.conf", false);
         assert_eq!(files, ["/etc/a/1.conf", "/etc/b/1.conf"]);
         assert_eq!(problems, [IncludeProblem::NotFound("/etc/c/1.conf".into())]);
-        assert!(expand(&fs, "/etc/*/1.conf", true).1.is_empty());
+        assert!(expand(&fs, "/etc/*/1.conf", true).problems.is_empty());
         assert_eq!(
-            expand(&fs, "/etc/a/*.nope", false).1,
+            expand(&fs, "/etc/a/*.nope", false).problems,
             [IncludeProblem::NoMatch { pattern: "*.nope".into(), dir: "/etc/a".into() }]
         );
-        assert!(expand(&fs, "/etc/a/*.nope", true).1.is_empty());
+        assert!(expand(&fs, "/etc/a/*.nope", true).problems.is_empty());
         assert_eq!(
-            expand(&fs, "/etc/none.conf", false).1,
+            expand(&fs, "/etc/none.conf", false).problems,
             [IncludeProblem::NotFound("/etc/none.conf".into())]
         );
-        assert!(expand(&fs, "/etc/none.conf", true).1.is_empty());
+        assert!(expand(&fs, "/etc/none.conf", true).problems.is_empty());
+    }
+
+    #[test]
+    fn the_folders_where_a_new_file_would_be_read_are_named() {
+        let t = tree();
+        let fs = Sysroot::at(t.path());
+        // an empty match: the folder listed
+        assert_eq!(expand(&fs, "/etc/a/*.nope", true).dirs, ["/etc/a"]);
+        // a path that does not exist: the nearest folder above it
+        assert_eq!(expand(&fs, "/etc/none/x.conf", true).dirs, ["/etc"]);
+        // each level of the wildcard, and each folder read whole
+        let dirs = expand(&fs, "/etc/*/1.conf", true).dirs;
+        assert!(dirs.contains(&"/etc".to_string()) && dirs.contains(&"/etc/c".to_string()), "{dirs:?}");
+        assert!(expand(&fs, "/etc/a", false).dirs.contains(&"/etc/a/sub".to_string()));
     }
 }

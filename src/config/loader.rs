@@ -43,6 +43,9 @@ pub struct Reader<'a> {
     skipped: HashSet<(u64, u64)>,
     /// Shared with the other loads of the same tree, when the caller asks for that.
     pub shared: Option<Arc<Shared>>,
+    /// The folders where a file added or removed changes what an Include reads
+    /// (`include::Expansion::dirs`).
+    pub include_dirs: std::collections::BTreeSet<String>,
 }
 
 /// What the loads of one tree share ([`super::LoadOptions::shared`]): `lighten batch`
@@ -82,7 +85,7 @@ fn memo<K: std::hash::Hash + Eq, V: Clone>(
     v
 }
 
-type Expansion = (Vec<String>, Vec<IncludeProblem>);
+type Expansion = include::Expansion;
 
 impl<'a> Reader<'a> {
     pub fn new(fs: &'a Sysroot, server_root: String, version: String) -> Reader<'a> {
@@ -98,6 +101,7 @@ impl<'a> Reader<'a> {
             seen: Vec::new(),
             skipped: HashSet::new(),
             shared: None,
+            include_dirs: Default::default(),
         }
     }
 
@@ -395,12 +399,13 @@ impl<'a> Reader<'a> {
     fn include(&mut self, item: &mut Item, ctx: &Context, optional: bool) {
         let Some(arg) = item.args.first() else { return };
         let path = join(&self.server_root, &arg.value);
-        let (mut files, problems) = match self.shared.as_deref() {
+        let include::Expansion { mut files, problems, dirs } = match self.shared.as_deref() {
             None => include::expand(self.fs, &path, optional),
             Some(shared) => memo(&shared.expansions, (path.clone(), optional), || {
                 include::expand(self.fs, &path, optional)
             }),
         };
+        self.include_dirs.extend(dirs);
         if !self.skipped.is_empty() {
             let shared = self.shared.as_deref();
             files.retain(|f| file_key(self.fs, shared, f).is_none_or(|k| !self.skipped.contains(&k)));

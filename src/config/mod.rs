@@ -117,6 +117,9 @@ pub struct Config {
     pub diagnostics: Diagnostics,
     pub sysroot: Sysroot,
     pub walk_limit: usize,
+    /// The folders where a file added or removed would change what an Include reads (as
+    /// Apache names them): `lighten watch` watches them beside the files read.
+    pub include_dirs: std::collections::BTreeSet<String>,
 }
 
 /// Loads whatever `path` is (a host path; under a sysroot it must lie inside it).
@@ -194,6 +197,7 @@ pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, LoadError> {
         items,
         sysroot: fs.clone(),
         walk_limit: opts.walk_limit,
+        include_dirs: reader.include_dirs,
     })
 }
 
@@ -252,6 +256,7 @@ pub fn load_source(display: &str, text: &str, opts: &LoadOptions) -> Config {
         items,
         sysroot: fs.clone(),
         walk_limit: opts.walk_limit,
+        include_dirs: reader.include_dirs,
     }
 }
 

@@ -61,6 +61,11 @@ impl Watched {
             }
             w.config_files.insert(p);
         }
+        // and where a file added would be read by an Include (an empty IncludeOptional
+        // folder, a path that does not exist yet)
+        for d in &cfg.include_dirs {
+            w.config_dirs.insert(absolute(cfg.sysroot.host_path(d)));
+        }
         for r in &model.access_roots {
             let host = absolute(cfg.sysroot.host_path(r));
             if host.is_dir() {
@@ -99,11 +104,11 @@ impl Watched {
         }
         if let Some(parent) = path.parent()
             && self.config_dirs.contains(parent)
-            && !is_dir_event
             && !editor_noise(&name)
         {
-            // A new file where an Include wildcard may read it; a file of these folders
-            // the conversion did not read changes nothing, and reconverting says so.
+            // A new file where an Include wildcard may read it, or a folder on the way to a
+            // path an Include names (then watched in turn); a file of these folders the
+            // conversion did not read changes nothing, and reconverting says so.
             return Some(Why::ServerConfig);
         }
         if in_tree && is_dir_event {
@@ -406,5 +411,29 @@ mod tests {
         assert_eq!(w.why(&p("/var/www/html/wp-content/new"), true), Some(Why::Folder));
         assert_eq!(w.why(&p("/var/www/html/out/.htaccess"), false), None);
         assert_eq!(w.why(&p("/srv/other/.htaccess"), false), None);
+    }
+
+    #[test]
+    fn a_file_added_where_an_include_would_read_it_counts() {
+        // (review 11: a file written into an empty IncludeOptional folder was never read)
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("etc/apache2/extra.d")).unwrap();
+        std::fs::write(
+            t.path().join("etc/apache2/apache2.conf"),
+            "IncludeOptional /etc/apache2/extra.d/*.conf\nIncludeOptional /etc/apache2/later/x.conf\n",
+        )
+        .unwrap();
+        let opts = crate::config::LoadOptions {
+            sysroot: crate::source::Sysroot::at(t.path()),
+            ..crate::config::LoadOptions::default()
+        };
+        let mut cfg = crate::config::load(&t.path().join("etc/apache2/apache2.conf"), &opts).unwrap();
+        let (model, _) = crate::model::build(&mut cfg);
+        let w = Watched::of(&cfg, &model, Vec::new());
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let at = |rel: &str| root.join(rel);
+        assert_eq!(w.why(&at("etc/apache2/extra.d/deny.conf"), false), Some(Why::ServerConfig), "{w:?}");
+        // a path that does not exist yet: a folder made on the way to it
+        assert_eq!(w.why(&at("etc/apache2/later"), true), Some(Why::ServerConfig), "{w:?}");
     }
 }

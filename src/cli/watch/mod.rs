@@ -168,6 +168,7 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         // file among them: the configuration is read again, whole. Either way only the
         // sites the change concerns are converted, when that is exact.
         let config_file = why.contains(&Why::ServerConfig);
+        let mut whole = true;
         let step = match base.as_mut().filter(|_| !changed.is_empty()) {
             Some(b) => match if config_file {
                 job.step_config_sites(b, &changed, why.clone(), t0, wall)
@@ -175,7 +176,11 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
                 job.step_sites(b, &changed, why.clone(), t0, wall)
             } {
                 Ok(step) => {
-                    if step.record.outcome == Outcome::Converted {
+                    // (the base stays, as the step left it; a configuration file's change
+                    // is confirmed even when no site converted differently: what the
+                    // comparison cannot see, the whole conversion does)
+                    whole = false;
+                    if step.record.outcome == Outcome::Converted || config_file {
                         since_whole.get_or_insert_with(Vec::new).extend(changed.iter().cloned());
                         quiet_since = Instant::now();
                     }
@@ -192,7 +197,7 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
             None => job.step(changed, why, t0, wall),
         };
         job.log(&step.record);
-        if step.record.sites.is_empty() {
+        if whole {
             base = step.base;
             since_whole = None;
         }

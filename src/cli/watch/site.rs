@@ -134,12 +134,19 @@ impl Job {
         let (cfg, model) =
             super::super::convert::load_sites(&self.config, &self.load, &self.vhosts, self.color)
                 .map_err(|e| format!("{e:#}"))?;
+        // The files read that changed: by name, or by identity (Plesk includes an
+        // account's httpd.conf through a symbolic link; the event names the file).
+        let identity = |p: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+        };
+        let changed_ids: Vec<(u64, u64)> = changed.iter().filter_map(|c| identity(c)).collect();
         let ids = |cfg: &Config| -> Vec<crate::source::FileId> {
             cfg.sources
                 .files()
                 .filter(|(_, f)| {
                     let p = super::absolute(Path::new(&f.display)).unwrap_or_default();
-                    changed.contains(&p)
+                    changed.contains(&p) || identity(&p).is_some_and(|i| changed_ids.contains(&i))
                 })
                 .map(|(id, _)| id)
                 .collect()
