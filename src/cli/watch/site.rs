@@ -118,7 +118,7 @@ impl Job {
     /// is read again, whole (reading a 1,000-account server costs a fraction of converting
     /// it), and when the new model differs from the kept one only in some sites' virtual
     /// hosts and the .htaccess files only they reach, or only they read the changed
-    /// files (`Model::changed_vhosts`), those sites are converted alone, as for an
+    /// files (`Prints::changed_vhosts`), those sites are converted alone, as for an
     /// .htaccess edit. `Err` says why only a whole step is exact here; the base is then
     /// no longer the output's and must be dropped.
     pub(super) fn step_config_sites(
@@ -173,6 +173,16 @@ impl Job {
             }
         }
         let watched = super::Watched::of(&cfg, &model, self.ignored());
+        if keep.is_empty() {
+            // No site reads the change or converts differently: the output stays, and
+            // the kept conversion is the new configuration's.
+            base.cfg = cfg;
+            base.model = model;
+            base.prints = Some(now);
+            record.convert_ms = t0.elapsed().as_millis() as u64;
+            record.enforce_ms = record.convert_ms;
+            return Ok(Step { record, watched: Some(watched), inexact: false, base: None });
+        }
         let before = base.model.only_vhosts(&keep);
         let after = model.only_vhosts(&keep);
         let convs = self.convert_both((&base.cfg, &before), (&cfg, &after))?;
