@@ -1493,6 +1493,20 @@ pub fn index_ignore(model: &Model, host: Option<usize>) -> Vec<String> {
     out
 }
 
+/// [`index_ignore`] as the Lua list both runtimes read (`index_ignore` of a host's
+/// data), or `None` when the host has no pattern.
+pub fn index_ignore_list(model: &Model, host: Option<usize>) -> Option<super::lua::Value> {
+    let patterns = index_ignore(model, host);
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut list = super::lua::Value::table();
+    for p in patterns {
+        list.push(p);
+    }
+    Some(list)
+}
+
 /// An fnmatch wildcard (`*`, `?`, `[...]`, `[!...]`) as an anchored Lua pattern.
 fn glob_to_lua(glob: &str) -> String {
     let mut out = String::from("^");

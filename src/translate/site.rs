@@ -883,11 +883,7 @@ impl Site<'_> {
         t.set("docroot", docroot.map(|d| self.path(&d)));
         t.set("canonical", canonical);
         // IndexIgnore (conf::index_ignore): a listing showing such a name is refused
-        let mut ignore = Value::table();
-        for p in super::conf::index_ignore(model, i) {
-            ignore.push(p);
-        }
-        if !ignore.is_empty() {
+        if let Some(ignore) = super::conf::index_ignore_list(model, i) {
             t.set("index_ignore", ignore);
         }
         if model.keeps_slashes(i) {

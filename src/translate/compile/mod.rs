@@ -553,14 +553,10 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let host_links = site.links.get(i.unwrap_or(model.vhosts.len())).cloned().unwrap_or_default();
     let refuses = host_links.links.values().any(Option::is_none);
     t.set("links", host_links.lua());
-    let ignore = super::conf::index_ignore(model, i);
-    t.set("may_hide", w.may_hide || refuses || !ignore.is_empty());
-    if !ignore.is_empty() {
-        // IndexIgnore (conf::index_ignore): a listing showing such a name is refused
-        let mut l = lua::Value::table();
-        for p in ignore {
-            l.push(p);
-        }
+    // IndexIgnore (conf::index_ignore): a listing showing such a name is refused
+    let ignore = super::conf::index_ignore_list(model, i);
+    t.set("may_hide", w.may_hide || refuses || ignore.is_some());
+    if let Some(l) = ignore {
         t.set("index_ignore", l);
     }
     if w.auth {
