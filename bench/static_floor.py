@@ -6,12 +6,16 @@ run from the same copy of fixtures/wp-super-cache, the stylesheet (and with --pa
 other file) served by:
 
   plain        lighttpd with a minimal configuration (bench/reference/plain): the floor;
+  logged       plain lighttpd writing the access log Apache's configuration asks for (the
+               converted output writes it too): the floor for a site that logs;
   magnet       the same plus a mod_magnet physical-path script that returns at once: what
                entering Lua at all costs;
   stat         that script doing what no correct translation can skip for a WordPress site:
                one stat of the file (a missing one goes to index.php) and a Host read;
   converted    lighten convert's output as it is (the safety net, Apache's Host check, the
                decision cache, headers, the access log Apache's configuration asks for);
+  watched      the same output with its static lane on, as while `lighten watch` runs
+               (run/watching.conf): the file served by lighttpd alone, no Lua;
   guard        that same output with its physical-path script replaced by the least a
                correct script does for this request (the Host, method and target read, one
                stat, the Content-Type set, the response-start hook skipped): what any
@@ -129,7 +133,7 @@ def main():
         out, run = os.path.join(work, "out"), os.path.join(work, "run")
         os.makedirs(run)
         subprocess.run(["chmod", "-R", "a+rwX", work], check=True)
-        ports = {n: free_port() for n in ("plain", "magnet", "stat", "converted", "guard", "reference")}
+        ports = {n: free_port() for n in ("plain", "logged", "magnet", "stat", "converted", "watched", "guard", "reference")}
         subprocess.run([os.path.join(ROOT, "target", "release", "lighten"), "convert", "--sysroot", root,
                         "--server-name", "example.test", docroot, "--out", out,
                         "--listen", f"80=127.0.0.1:{ports['converted']}", "--listen", f"443=127.0.0.1:{free_port()}",
@@ -139,10 +143,16 @@ def main():
         subprocess.run(["chmod", "-R", "a+rwX", os.path.join(out, "run")], check=True)
         plain_conf = os.path.join(ROOT, "bench/reference/plain/lighttpd.conf")
         confs = {"converted": os.path.join(out, "lighttpd.conf")}
-        for name in ("plain", "magnet", "stat"):
+        converted_text = open(os.path.join(out, "lighttpd.conf")).read()
+        log_format = re.search(r'accesslog\.format = .*', converted_text).group(0)
+        for name in ("plain", "logged", "magnet", "stat"):
             own = include(plain_conf, ports[name], docroot, run, os.path.dirname(plain_conf),
                           os.path.join(work, f"{name}.conf"))
-            if name != "plain":
+            if name == "logged":
+                with open(own, "a") as f:
+                    f.write(f'server.modules += ( "mod_accesslog" )\naccesslog.filename = "{run}/access-logged.log"\n'
+                            f'{log_format}\n')
+            if name in ("magnet", "stat"):
                 script = os.path.join(work, f"{name}.lua")
                 with open(script, "w") as f:
                     f.write(ENTER if name == "magnet" else STAT)
@@ -161,6 +171,15 @@ def main():
             f.write(GUARD)
         subprocess.run(["chmod", "-R", "a+rwX", guard_out], check=True)
         confs["guard"] = os.path.join(guard_out, "lighttpd.conf")
+        # the converted output again, as `lighten watch` runs it (its static lane on)
+        watched_out = os.path.join(work, "watched")
+        shutil.copytree(out, watched_out, symlinks=True)
+        with open(os.path.join(watched_out, "lighttpd.conf"), "w") as f:
+            f.write(text.replace(guard_out, watched_out).replace(str(ports["guard"]), str(ports["watched"])))
+        with open(os.path.join(watched_out, "run", "watching.conf"), "w") as f:
+            f.write('var.lighten_lane := ""\n')
+        subprocess.run(["chmod", "-R", "a+rwX", watched_out], check=True)
+        confs["watched"] = os.path.join(watched_out, "lighttpd.conf")
         ref = os.path.join(ROOT, "bench/reference/wp-super-cache")
         confs["reference"] = include(os.path.join(ref, "lighttpd.conf"), ports["reference"], docroot, run, ref,
                                      os.path.join(work, "reference.conf"))

@@ -58,6 +58,10 @@ pub fn units(
          Type=simple\n\
          WorkingDirectory={cwd}\n\
          ExecStart={cmd}\n\
+         # However watch ends, the static lane goes off (watch removes {watching} when it\n\
+         # stops; not when it is killed) and lighttpd takes that in (a graceful restart).\n\
+         ExecStopPost=/bin/rm -f {watching}\n\
+         ExecStopPost=-/bin/systemctl try-reload-or-restart lighttpd.service\n\
          Restart=on-failure\n\
          RestartSec=2\n\
          \n\
@@ -67,6 +71,7 @@ pub fn units(
         desc = unit_value(&out_dir.display().to_string()),
         cmd = exec.join(" "),
         cwd = unit_value(&cwd.display().to_string()),
+        watching = exec_word(&runtime_dir.join(crate::translate::lane::WATCHING).display().to_string()),
     );
     let mut units =
         vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)];

@@ -33,6 +33,49 @@ pub fn module_package(name: &str) -> Option<&'static str> {
     MODULES.iter().find(|(m, _)| *m == name).map(|(_, p)| *p)
 }
 
+/// The comment that opens a host's static lane: the vhost and its `file:line` (watch
+/// finds a site's lane by it).
+fn lane_title(model: &Model, cfg: &Config, h: Option<usize>) -> String {
+    match h {
+        Some(i) => comment(&format!(
+            "vhost {} ({})",
+            model.vhosts[i].server_name.as_deref().unwrap_or("no name"),
+            cfg.sources.line_ref(model.vhosts[i].scope.at)
+        )),
+        None => "the main server".to_string(),
+    }
+}
+
+/// A host's static lane (`translate::lane`), as lines of its block.
+pub fn lane_block(l: &super::lane::Lane, title: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "    # The static lane of {title}: on while `lighten watch` runs.");
+    out.push_str(
+        "    # lighttpd serves these files alone, as Apache would (no rule, access check, header or\n",
+    );
+    out.push_str("    # handler of Apache's acts on them there); a missing one goes back through the Lua.\n");
+    let not = if l.excluded.is_empty() { String::new() } else { format!("; not: {}", l.excluded.join(", ")) };
+    let _ = writeln!(out, "    # In it: {}{not}", comment(&l.folders.join(", ")));
+    let _ = writeln!(out, "    $HTTP[\"url\"] =~ var.lighten_lane + {} {{", q(&l.url));
+    let _ = writeln!(out, "      $HTTP[\"request-method\"] =~ \"^(?:GET|HEAD)$\" {{");
+    let _ = writeln!(out, "        # a Host Apache takes");
+    let _ = writeln!(out, "        $HTTP[\"host\"] =~ {} {{", q(super::lane::HOST));
+    let _ = writeln!(out, "          magnet.attract-physical-path-to = ( )");
+    let _ = writeln!(out, "          magnet.attract-response-start-to = ( )");
+    let _ = writeln!(
+        out,
+        "          # what lighttpd left encoded (an encoded slash), and what is not a file, is"
+    );
+    let _ = writeln!(out, "          # the Lua's to decide, from the request as sent");
+    let _ = writeln!(out, "          url.rewrite-once = ( \"%\" => \"/.lighten-lane-miss\" )");
+    let _ = writeln!(out, "          url.rewrite-if-not-file = ( \"\" => \"/.lighten-lane-miss\" )");
+    let types: Vec<String> =
+        l.types.iter().map(|(e, t)| format!("{} => {}", q(&format!(".{e}")), q(t))).collect();
+    let _ = writeln!(out, "          mimetype.assign = ( {} )", types.join(", "));
+    out.push_str("        }\n      }\n    }\n");
+    out
+}
+
 /// lighttpd.conf and what it relies on.
 pub struct Written {
     pub text: String,
@@ -831,6 +874,10 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         modules.extend(["mod_auth", "mod_authn_file", "mod_setenv"]);
     }
     modules.extend(["mod_fastcgi", "mod_dirlisting", "mod_accesslog"]);
+    if site.lanes.iter().any(Option::is_some) {
+        // (the static lane's url.rewrite-if-not-file)
+        modules.push("mod_rewrite");
+    }
     if !deflate_types(model, &mut Vec::new()).is_empty() {
         modules.push("mod_deflate");
     }
@@ -888,10 +935,33 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         "# The Host header as the client sent it (mod_rewrite's %{{HTTP_HOST}}): a port and a trailing dot\n\
          # stay (lighttpd still lower-cases it); the Lua refuses what Apache refuses (400)"
     );
-    let _ = writeln!(
-        out,
-        "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\" )"
-    );
+    if site.lanes.iter().any(Option::is_some) {
+        // (and %2F stays encoded in the request target, which the static lanes send back
+        // through the Lua: Apache refuses an encoded slash where lighttpd would decode it)
+        let _ = writeln!(
+            out,
+            "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\", \"url-path-2f-decode\" => \"disable\" )"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\" )"
+        );
+    }
+    if site.lanes.iter().any(Option::is_some) {
+        let _ = writeln!(
+            out,
+            "# The static lane (a block in each host below): files lighttpd serves alone, as Apache\n\
+             # would, while `lighten watch` keeps this output in step; watch writes {rt}/{w}\n\
+             # (var.lighten_lane := \"\") when it starts and removes it when it stops. Otherwise the lane\n\
+             # is off (\"(*FAIL)\" matches nothing) and every request goes through the Lua, whose guard\n\
+             # refuses what an .htaccess written since the conversion governs.",
+            w = super::lane::WATCHING
+        );
+        let _ = writeln!(out, "var.lighten_lane = \"(*FAIL)\"");
+        let pattern = format!("{rt}/{}", super::lane::WATCHING.replacen(".conf", "*.conf", 1));
+        let _ = writeln!(out, "include {}", q(&pattern));
+    }
     let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in lighten.lua");
     let _ = writeln!(out, "dir-listing.activate = \"enable\"");
     let top_strict = strict_links(site, hosts.len());
@@ -1072,9 +1142,14 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
                 }
                 None => String::new(),
             };
+            // (not behind an address guard, which must run first)
+            let lane = match (&guard, site.lanes.get(n)) {
+                (None, Some(Some(l))) => lane_block(l, &lane_title(model, cfg, h)),
+                _ => String::new(),
+            };
             let guard = guard.as_ref().map(|g| format!("{g}, ")).unwrap_or_default();
             format!(
-                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {guard}{} )\n{}{links}{php}{auth}{log}",
+                "    # {}\n    server.document-root = {}\n    magnet.attract-physical-path-to = ( {guard}{} )\n{}{lane}{links}{php}{auth}{log}",
                 match h {
                     Some(i) => comment(&format!(
                         "vhost {} ({}){}",

@@ -104,6 +104,13 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
             _ => 0,
         });
     }
+    // The static lane is on while watch runs (translate::lane): lighttpd takes it in at its
+    // next restart, made now if it runs (and by the first step if that writes).
+    let lane = job.runtime_dir.join(crate::translate::lane::WATCHING);
+    let _ = std::fs::create_dir_all(&job.runtime_dir);
+    if !same_bytes(&lane, crate::translate::lane::WATCHING_TEXT) {
+        lane_on(&job, &lane);
+    }
     // The files are watched before the first conversion reads them: whatever is written
     // from then on is either in that conversion or an event after it.
     let mut watched = job.watched().unwrap_or_else(|| job.fallback_watch());
@@ -154,6 +161,13 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
                 let mut step = job.step(changed, vec![Why::Confirm], Instant::now(), SystemTime::now());
                 step.record.confirm();
                 job.log(&step.record);
+                if step.record.outcome == Outcome::Refused {
+                    if std::fs::remove_file(&lane).is_ok() {
+                        job.lane_restart("off (a change was refused: the safety net answers for it)");
+                    }
+                } else if !lane.exists() {
+                    lane_on(&job, &lane);
+                }
                 base = step.base;
             }
             continue;
@@ -197,6 +211,20 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
             None => job.step(changed, why, t0, wall),
         };
         job.log(&step.record);
+        // A refused change leaves the output in force, whose Lua safety net answers for the
+        // .htaccess it could not convert (503): the static lane, which skips that net, goes
+        // off until a whole conversion of everything succeeds again.
+        if step.record.outcome == Outcome::Refused {
+            if std::fs::remove_file(&lane).is_ok() {
+                job.lane_restart("off (a change was refused: the safety net answers for it)");
+            }
+        } else if whole && !lane.exists() {
+            lane_on(&job, &lane);
+        } else if !whole && !lane.exists() {
+            // (the whole conversion that confirms the site steps decides)
+            since_whole.get_or_insert_with(Vec::new).extend(changed_paths(&step.record));
+            quiet_since = Instant::now();
+        }
         if whole {
             base = step.base;
             since_whole = None;
@@ -211,6 +239,10 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
         }
     }
     drop(trees);
+    // Nobody keeps the output in step now: the lane goes off, the Lua's guard back on.
+    if std::fs::remove_file(&lane).is_ok() {
+        job.lane_restart("off");
+    }
     eprintln!("lighten watch: stopped");
     Ok(0)
 }
@@ -486,6 +518,18 @@ impl Job {
         }
     }
 
+    /// A graceful restart of the lighttpd running from the output for the static lane
+    /// going `on` or off, said on stderr.
+    fn lane_restart(&self, on: &str) {
+        match self.reload(true) {
+            Reload::NotRunning => {}
+            Reload::Restarted { pid } => {
+                eprintln!("lighten watch: the static lane is {on} (lighttpd {pid} restarted)")
+            }
+            r => eprintln!("lighten watch: the static lane is {on} ({r:?})"),
+        }
+    }
+
     /// Restarts the lighttpd running from the output, if one does and `restart` says so.
     fn reload(&self, restart: bool) -> Reload {
         let conf = self.out_dir.join("lighttpd.conf");
@@ -561,6 +605,21 @@ impl Job {
 }
 
 /// Whether the file at `path` holds exactly `text`.
+/// Writes the file that turns the static lane on (`translate::lane::WATCHING`) and
+/// restarts lighttpd for it.
+fn lane_on(job: &Job, lane: &std::path::Path) {
+    let text = crate::translate::lane::WATCHING_TEXT.to_string();
+    match crate::plan::apply(&job.runtime_dir, &[(PathBuf::from(crate::translate::lane::WATCHING), text)]) {
+        Ok(_) => job.lane_restart("on"),
+        Err(e) => eprintln!("lighten watch: writing {}: {e:#} (the static lane stays off)", lane.display()),
+    }
+}
+
+/// The paths a record names.
+fn changed_paths(r: &Record) -> Vec<PathBuf> {
+    r.changed.iter().map(PathBuf::from).collect()
+}
+
 fn same_bytes(path: &std::path::Path, text: &str) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.len() == text.len() as u64)
         && std::fs::read(path).is_ok_and(|b| b == text.as_bytes())

@@ -239,7 +239,9 @@ impl Job {
         record.checked = checked;
         self.write(base, &files)?;
         record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
-        record.reload = self.reload(false);
+        // (a static lane changed in lighttpd.conf: lighttpd reads it again)
+        let restart = files.iter().any(|(rel, _)| rel.as_os_str() == "lighttpd.conf");
+        record.reload = self.reload(restart);
         let record = done(record, Outcome::Converted, None);
         Ok(Step { record, watched: None, inexact, base: None })
     }
@@ -300,6 +302,7 @@ impl Job {
         let on_disk = |rel: &Path| std::fs::read_to_string(self.out_dir.join(rel)).ok();
         let mut out = Vec::new();
         let mut table = None;
+        let mut conf = None;
         for rel in old_files.keys().chain(new_files.keys()).collect::<std::collections::BTreeSet<_>>() {
             let (o, n) = (old_files.get(rel).copied(), new_files.get(rel).copied());
             let name = rel.to_string_lossy();
@@ -318,6 +321,18 @@ impl Job {
             if o == n || name == IDENTITY || REPORTS.contains(&name.as_ref()) {
                 continue;
             }
+            if name == "lighttpd.conf" {
+                // Only a site's static lanes may change there (translate::lane): they are
+                // replaced in the whole file, and lighttpd restarted.
+                let (Some(o), Some(n)) = (o, n) else {
+                    return Err(format!("{name} comes or goes"));
+                };
+                let whole = on_disk(rel).ok_or(format!("{name} is not in the output"))?;
+                let t = splice_lanes(&whole, o, n)
+                    .ok_or(format!("{name} changes beyond the site's static lanes"))?;
+                conf = Some(t);
+                continue;
+            }
             let (Some(o), Some(n)) = (o, n) else {
                 return Err(format!("{name} comes or goes"));
             };
@@ -333,10 +348,11 @@ impl Job {
             }
             out.push(((*rel).clone(), n.clone()));
         }
-        if out.is_empty() && table.is_none() {
+        if out.is_empty() && table.is_none() && conf.is_none() {
             return Ok(out);
         }
         out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
+        out.extend(conf.map(|t| (PathBuf::from("lighttpd.conf"), t)));
         self.with_identity(base, out)
     }
 
@@ -404,6 +420,103 @@ fn site_vhosts(model: &Model, hit: &[usize]) -> Vec<usize> {
 /// The entries of a lighten_htaccess.lua `files` table: its text before them, each entry's
 /// line by its file's path, and the text after them. `None` when an entry's path is
 /// escaped (its order in the table could then differ from the generator's).
+/// The static lanes of a lighttpd.conf (`translate::conf::lane_block`): each as its lines
+/// without their indentation, and where it is (first line, line count).
+fn lanes(text: &str) -> Vec<(usize, Vec<&str>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].trim_start().starts_with("# The static lane of ") {
+            i += 1;
+            continue;
+        }
+        // the comment lines, then the block to its closing brace
+        let mut j = i;
+        while j < lines.len() && lines[j].trim_start().starts_with('#') {
+            j += 1;
+        }
+        let mut depth = 0i32;
+        while j < lines.len() {
+            let t = lines[j].trim();
+            depth += t.ends_with('{') as i32 - (t == "}") as i32;
+            j += 1;
+            if depth == 0 {
+                break;
+            }
+        }
+        out.push((i, lines[i..j].iter().map(|l| l.trim_start()).collect()));
+        i = j;
+    }
+    out
+}
+
+/// `whole` with the static lanes the site's conversion changed (from `old` to `new`)
+/// replaced, when nothing else of lighttpd.conf changed and each old lane is in `whole`
+/// as often as in `old`.
+fn splice_lanes(whole: &str, old: &str, new: &str) -> Option<String> {
+    let (lo, ln) = (lanes(old), lanes(new));
+    if lo.len() != ln.len() {
+        return None;
+    }
+    // The rest of the file, lanes aside, is the same.
+    let rest = |text: &str, ls: &[(usize, Vec<&str>)]| -> Vec<String> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut keep = vec![true; lines.len()];
+        for (at, l) in ls {
+            keep[*at..*at + l.len()].iter_mut().for_each(|k| *k = false);
+        }
+        lines.iter().zip(keep).filter(|(_, k)| *k).map(|(l, _)| l.to_string()).collect()
+    };
+    if rest(old, &lo) != rest(new, &ln) {
+        return None;
+    }
+    let mut lines: Vec<String> = whole.lines().map(str::to_string).collect();
+    for ((_, o), (_, n)) in lo.iter().zip(&ln) {
+        if o == n {
+            continue;
+        }
+        let in_old = lo.iter().filter(|(_, x)| x == o).count();
+        let found: Vec<usize> =
+            lanes(&lines.join("\n")).into_iter().filter(|(_, x)| x == o).map(|(at, _)| at).collect();
+        if found.len() != in_old {
+            return None;
+        }
+        // Last first, so the earlier places stay where they are.
+        for at in found.into_iter().rev() {
+            let indent = lines[at].len() - lines[at].trim_start().len();
+            let inner = |l: &str| " ".repeat(indent) + l;
+            let new_lines: Vec<String> =
+                relative(n).iter().map(|(d, l)| " ".repeat(*d) + &inner(l)).collect();
+            lines.splice(at..at + o.len(), new_lines);
+        }
+    }
+    let mut text = lines.join("\n");
+    if whole.ends_with('\n') {
+        text.push('\n');
+    }
+    Some(text)
+}
+
+/// A lane's lines with the depth of each under its first (two spaces a level, as
+/// lane_block writes them).
+fn relative<'a>(lines: &[&'a str]) -> Vec<(usize, &'a str)> {
+    let mut depth = 0usize;
+    lines
+        .iter()
+        .map(|l| {
+            if *l == "}" {
+                depth = depth.saturating_sub(2);
+            }
+            let d = depth;
+            if l.ends_with('{') {
+                depth += 2;
+            }
+            (d, *l)
+        })
+        .collect()
+}
+
 fn table_parts(text: &str) -> Option<(&str, BTreeMap<&str, &str>, &str)> {
     const OPEN: &str = "  files = {\n";
     const CLOSE: &str = "  },\n";
@@ -488,7 +601,7 @@ fn restat_table(whole: &str, changed: &[PathBuf]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::splice_table;
+    use super::{splice_lanes, splice_table};
     use std::path::PathBuf;
 
     fn table(files: &[(&str, &str)]) -> String {
@@ -497,6 +610,34 @@ mod tests {
             s.push_str(&format!("    [\"{k}\"] = \"{v}\",\n"));
         }
         s + "  },\n}\n"
+    }
+
+    #[test]
+    fn a_sites_static_lane_is_replaced_in_the_whole_conf() {
+        let lane = |title: &str, url: &str, indent: &str| {
+            format!(
+                "{indent}# The static lane of {title}: on.\n{indent}# In it: /\n{indent}$HTTP[\"url\"] =~ {url} {{\n{indent}  $HTTP[\"host\"] =~ \"h\" {{\n{indent}    x = 1\n{indent}  }}\n{indent}}}\n"
+            )
+        };
+        let site = |url: &str| format!("a = 1\n{}b = 2\n", lane("vhost s (f:1)", url, "  "));
+        let whole = format!(
+            "a = 1\n{}{}{}b = 2\n",
+            lane("vhost r (f:9)", "\"^/\"", "    "),
+            lane("vhost s (f:1)", "\"^/\"", "    "),
+            lane("vhost s2 (f:5)", "\"^/\"", "    ")
+        );
+        let spliced = splice_lanes(&whole, &site("\"^/\""), &site("\"^/(?!x/)\"")).unwrap();
+        assert_eq!(
+            spliced,
+            format!(
+                "a = 1\n{}{}{}b = 2\n",
+                lane("vhost r (f:9)", "\"^/\"", "    "),
+                lane("vhost s (f:1)", "\"^/(?!x/)\"", "    "),
+                lane("vhost s2 (f:5)", "\"^/\"", "    ")
+            )
+        );
+        // anything else changed: not a splice
+        assert_eq!(splice_lanes(&whole, &site("\"^/\""), &site("\"^/x\"").replace("b = 2", "b = 3")), None);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct Compiled {
     pub body: String,
     /// Whether the host needs the response-start hook (headers, expiry, mod_deflate's Vary).
     pub response: bool,
+    /// The files lighttpd may serve alone while `lighten watch` runs (`translate::lane`).
+    pub lane: Option<super::lane::Lane>,
 }
 
 /// The most `<Files>` sections that may apply in one folder: each one doubles the
@@ -63,6 +65,8 @@ struct Anchor<'m> {
 pub struct Shared {
     pub php_exts: Vec<String>,
     pub deflate: Vec<String>,
+    /// Apache's TypesConfig: extension (lower case) to type.
+    pub mime: BTreeMap<String, String>,
 }
 
 /// Compiles host `i` (a vhost, or the main server for `None`), or says why it cannot be.
@@ -288,6 +292,9 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     let mut anchor_records: Vec<Vec<String>> = vec![Vec::new(); anchors.len()];
     let mut a_locs: Vec<Vec<&Scope>> = vec![Vec::new(); anchors.len()];
     let mut root_record: Option<String> = None;
+    // The static lane: each folder's, and the URL-paths Apache decides before the folder.
+    let mut lane_folders: Vec<(String, Option<super::lane::FolderLane>)> = Vec::new();
+    let mut lane_excluded: Vec<String> = Vec::new();
     for (ai, a) in anchors.iter().enumerate().rev() {
         let mut names: Vec<String> = Vec::new();
         let nf = a.files.len();
@@ -313,6 +320,23 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         }
         for (s, dir, _) in &a.chain {
             apply(&mut folder, s, dir);
+        }
+        if !a.exact
+            && let Some(rel) = a.dir.strip_prefix(&docroot).filter(|r| r.is_empty() || r.starts_with('/'))
+        {
+            let mut out = false;
+            for l in &locs {
+                match &l.matcher {
+                    Some(Matcher::Path(p))
+                        if l.kind == ScopeKind::Location && !p.contains(['*', '?', '[']) =>
+                    {
+                        lane_excluded.push(p.clone())
+                    }
+                    _ => out = true,
+                }
+            }
+            let lane = if out { None } else { folder_lane(&folder, a, shared, &loaded) };
+            lane_folders.push((format!("{rel}/"), lane));
         }
         for mask in 0..(1usize << (nf + locs.len())) {
             let set: Vec<usize> = (0..locs.len()).filter(|j| mask & (1 << (nf + j)) != 0).collect();
@@ -446,6 +470,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     for top in std::iter::once(&model.server).chain(vscope) {
         early.extend(top.settings.env.iter().filter(|r| merge::is_setenvif(r)));
     }
+    let early_present = !early.is_empty();
     let early = if early.is_empty() { None } else { Some(w.setenvif(&early, true)?) };
     // The ErrorDocuments of the server and the virtual host: those of an error answered
     // before the directory walk.
@@ -467,6 +492,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         aliases.extend(top.settings.aliases.iter());
     }
     let server_rules = crate::eval::server_rules(model, i);
+    let server_rules_present = !server_rules.is_empty();
     let server_rules = if server_rules.is_empty() { None } else { Some(w.server_rule_set(&server_rules)?) };
     let translate = if redirects.is_empty() && aliases.is_empty() {
         None
@@ -581,7 +607,25 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     out.push_str("return ");
     out.push_str(&t.render(0));
     out.push('\n');
-    Ok(Compiled { what, body: out, response })
+    // The lane, unless the host reads the request before the folder decides (rules of the
+    // server, SetEnvIf, a pattern of mod_alias), keeps `//`, or has symbolic links Apache
+    // judges otherwise than lighttpd follows them.
+    let pattern_alias = redirects.iter().any(|r| r.regex || r.from.is_none())
+        || aliases.iter().any(|a| a.kind != crate::model::alias::AliasKind::Alias || a.from.is_none());
+    let lane = if server_rules_present
+        || early_present
+        || pattern_alias
+        || model.keeps_slashes(i)
+        || host_links.strict
+        || !host_links.links.is_empty()
+    {
+        None
+    } else {
+        lane_excluded.extend(redirects.iter().filter_map(|r| r.from.clone()));
+        lane_excluded.extend(aliases.iter().filter_map(|a| a.from.clone()));
+        super::lane::build(&lane_folders, &lane_excluded)
+    };
+    Ok(Compiled { what, body: out, response, lane })
 }
 
 /// The Lua module name of each host (as `conf::hosts` numbers them), after its
@@ -607,6 +651,86 @@ pub fn module_names(model: &Model) -> Vec<String> {
             if *k > 1 { format!("{n}_{k}") } else { n }
         })
         .collect()
+}
+
+/// What a folder's merged configuration lets lighttpd serve alone (`translate::lane`):
+/// `None` when anything in it could act on a static file, else each extension of
+/// [`super::lane::EXTENSIONS`] with the type Apache's mod_mime gives it there.
+fn folder_lane(
+    m: &Merged,
+    a: &Anchor,
+    shared: &Shared,
+    loaded: &dyn Fn(&str) -> bool,
+) -> Option<super::lane::FolderLane> {
+    let plain = !a.broken
+        && !m.outside
+        && !m.require_ssl
+        && matches!(m.access(), merge::Access::Open)
+        && m.options & merge::opt::SYM_LINKS != 0
+        && m.env.is_empty()
+        && m.redirects.is_empty()
+        && m.headers.is_empty()
+        && !m.expires_active
+        && m.force_type.is_none()
+        && !m.etag_none
+        && m.set_handler.is_none_or(|h| h.served_by_default(loaded))
+        && m.rewrite
+            .as_ref()
+            .is_none_or(|rw| !rw.engine || rw.rules.is_empty() || rules::noop_for_files(&rw.rules));
+    if !plain {
+        return None;
+    }
+    let exts = super::lane::EXTENSIONS;
+    for f in &a.files {
+        let ok = match &f.matcher {
+            Some(Matcher::Path(p)) => super::lane::disjoint(p, true, exts),
+            Some(Matcher::Regex(r)) => super::lane::disjoint(r, false, exts),
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    let mut lane = super::lane::FolderLane::default();
+    lane.inner.extend(m.encodings.keys().cloned());
+    lane.inner.extend(m.charsets.keys().cloned());
+    lane.inner.extend(m.add_handlers.iter().map(|(e, _)| e.clone()));
+    for e in exts {
+        let e = e.to_string();
+        if m.encodings.contains_key(&e) || m.add_handlers.iter().any(|(x, _)| *x == e) {
+            continue;
+        }
+        let t = match m.types.get(&e) {
+            Some(Some(t)) => t.clone(),
+            Some(None) => continue,
+            None => match shared.mime.get(&e) {
+                Some(t) => t.clone(),
+                None => continue,
+            },
+        };
+        if shared.deflate.iter().any(|d| d.eq_ignore_ascii_case(&t)) {
+            continue;
+        }
+        // mod_mime's charset, else AddDefaultCharset on text/plain and text/html.
+        let cs = m.charsets.get(&e).cloned().or_else(|| {
+            m.default_charset.and_then(|c| {
+                let text = t.starts_with("text/plain") || t.starts_with("text/html");
+                if c.eq_ignore_ascii_case("off") || !text {
+                    None
+                } else if c.eq_ignore_ascii_case("on") {
+                    Some("iso-8859-1".to_string())
+                } else {
+                    Some(c.to_string())
+                }
+            })
+        });
+        let t = match cs {
+            Some(cs) if !t.contains("charset=") => format!("{t}; charset={cs}"),
+            _ => t,
+        };
+        lane.types.insert(e, t);
+    }
+    Some(lane)
 }
 
 fn is_files(s: &Scope) -> bool {

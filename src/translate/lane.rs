@@ -1,0 +1,348 @@
+//! The static lane: the files of a compiled host that lighttpd can serve alone, exactly as
+//! Apache would, without entering Lua.
+//!
+//! A request enters the lane when lighttpd's own view of it proves Apache's answer is
+//! "this file, as the default handler sends it": a GET or HEAD, a Host Apache takes, and
+//! a URL-path (decoded and normalised by lighttpd) that names, by its folder and its
+//! name, a file for which the per-directory configuration Apache would merge holds no
+//! access control, no rule that could act on an existing file, no header, expiry,
+//! compression, environment or redirect, and no handler but the default one; its type is
+//! the one Apache's mod_mime gives the name (`mimetype.assign` inside the block). A name
+//! the configuration has no exact answer for is not in the lane. Whether the file exists
+//! is asked by lighttpd (`url.rewrite-if-not-file`): a missing one, a folder, or a path
+//! with PATH_INFO goes back through the Lua with the request as it was sent
+//! (`request.orig-uri`), which decides it as Apache does (WordPress's index.php).
+//!
+//! The lane skips one thing the Lua does: the safety net that refuses what an .htaccess
+//! written since the conversion governs. So it is switched on only while `lighten watch`
+//! keeps the output in step (`var.lighten_lane`, [`WATCHING`]): watch converts such an
+//! edit within a second and restarts lighttpd when the lane changes.
+//!
+//! `<Files>` sections are proven not to concern the lane's names by intersecting their
+//! patterns with the lane's name language (DFAs, [`disjoint`]); a pattern that cannot be
+//! read that way keeps its folder out of the lane.
+
+use regex_automata::dfa::{Automaton, StartKind, dense};
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, MatchKind};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The file in the runtime folder `lighten watch` writes while it runs (it sets
+/// `var.lighten_lane`, which lighttpd.conf sets to a pattern that never matches first).
+pub const WATCHING: &str = "watching.conf";
+/// The text of [`WATCHING`].
+pub const WATCHING_TEXT: &str = "# Written by `lighten watch` while it runs, removed when it stops: the static lane\n\
+# of lighttpd.conf is on (an .htaccess edit is converted within a second).\n\
+var.lighten_lane := \"\"\n";
+
+/// The extensions the lane may serve: static assets whose answer is the file itself.
+pub const EXTENSIONS: &[&str] = &[
+    "avif", "bmp", "css", "eot", "gif", "ico", "jpeg", "jpg", "js", "map", "mjs", "mp3", "mp4", "ogg", "otf",
+    "pdf", "png", "svg", "ttf", "txt", "webm", "webp", "woff", "woff2",
+];
+
+/// Bytes no name or folder of the lane holds: `/`, `%` (an encoded byte lighttpd left
+/// encoded), control characters and DEL.
+const NOT_IN_NAMES: &str = r"/%\x00-\x1f\x7f";
+
+/// What the lane of one folder with configuration of its own serves: extension to the
+/// Content-Type Apache gives it there, and the extensions that must not appear before
+/// the last one (they carry an encoding, a charset or a handler).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FolderLane {
+    pub types: BTreeMap<String, String>,
+    pub inner: BTreeSet<String>,
+}
+
+/// The lane of a host, as lighttpd.conf writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lane {
+    /// The `$HTTP["url"]` pattern (after `var.lighten_lane`).
+    pub url: String,
+    /// Extension to Content-Type.
+    pub types: BTreeMap<String, String>,
+    /// The folders in it and out of it, for the comment above the block.
+    pub folders: Vec<String>,
+    pub excluded: Vec<String>,
+}
+
+/// A Host Apache takes (`lighten_plans.lua`'s host_ok, a subset of it: names whose last
+/// label starts with a letter, and ports 1 to 65535 written without leading zeros).
+pub const HOST: &str = r"^(?:[a-z0-9_-]+\.)*[a-z][a-z0-9_-]*\.?(?::(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
+
+/// Escapes `s` for a PCRE pattern.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' || !c.is_ascii() {
+            out.push(c);
+        } else {
+            out.push('\\');
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The lane of a host: `folders` are the folders with configuration of their own, as
+/// URL-paths ending in `/` ("/" for the document root), each with its lane or `None`
+/// where nothing is in it; `excluded` are URL-path prefixes outside the lane whatever the
+/// folder (a `<Location>`, an Alias or a Redirect: Apache decides them before the
+/// folder). `None` when nothing is in the lane.
+pub fn build(folders: &[(String, Option<FolderLane>)], excluded: &[String]) -> Option<Lane> {
+    // One type per extension: an extension two folders type differently is left out.
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut conflicting: HashSet<String> = HashSet::new();
+    for (_, f) in folders {
+        for (e, t) in f.iter().flat_map(|f| &f.types) {
+            match types.get(e) {
+                Some(u) if u != t => {
+                    conflicting.insert(e.clone());
+                }
+                _ => {
+                    types.insert(e.clone(), t.clone());
+                }
+            }
+        }
+    }
+    types.retain(|e, _| !conflicting.contains(e));
+    let within = |d: &str, p: &str| d.starts_with(p);
+    // Shallowest first: each folder's term owner, the folder whose term covers it (its
+    // own, or its nearest folder above's when that one serves the same: a folder of its
+    // own whose configuration changes nothing here leaves lighttpd.conf as it was).
+    let mut order: Vec<usize> = (0..folders.len()).collect();
+    order.sort_by_key(|&k| (folders[k].0.len(), k));
+    let mut owner: Vec<Option<usize>> = vec![None; folders.len()];
+    for &k in &order {
+        let (dir, f) = &folders[k];
+        let Some(f) = f else { continue };
+        if excluded.iter().any(|x| within(dir, x)) || !f.types.keys().any(|e| types.contains_key(e)) {
+            continue;
+        }
+        let parent = (0..folders.len())
+            .filter(|&j| j != k && folders[j].0.len() < dir.len() && within(dir, &folders[j].0))
+            .max_by_key(|&j| folders[j].0.len());
+        owner[k] = match parent {
+            Some(j) if owner[j].is_some() && folders[j].1.as_ref() == Some(f) => owner[j],
+            _ => Some(k),
+        };
+    }
+    let mut terms = Vec::new();
+    let mut inside = Vec::new();
+    for &k in &order {
+        if owner[k] != Some(k) {
+            continue;
+        }
+        let (dir, f) = &folders[k];
+        let Some(f) = f else { continue };
+        // Below it: the folders another term covers or none does, and the excluded
+        // prefixes.
+        let below: Vec<String> = (0..folders.len())
+            .filter(|&j| owner[j] != Some(k))
+            .map(|j| &folders[j].0)
+            .chain(excluded)
+            .filter(|d| d.len() > dir.len() && within(d, dir))
+            .map(|d| escape(&d[dir.len()..]))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let not_below = if below.is_empty() { String::new() } else { format!("(?!{})", below.join("|")) };
+        let inner = if f.inner.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = f.inner.iter().map(|e| escape(e)).collect();
+            format!("(?!(?i:{})\\.)", list.join("|"))
+        };
+        let exts: Vec<String> =
+            f.types.keys().filter(|e| types.contains_key(*e)).map(|e| escape(e)).collect();
+        terms.push(format!(
+            "{}{not_below}(?:[^.{n}][^{n}]*/)*[^.{n}][^.{n}]*(?:\\.{inner}[^.{n}]+)*\\.(?:{})",
+            escape(dir),
+            exts.join("|"),
+            n = NOT_IN_NAMES
+        ));
+        inside.push(dir.clone());
+    }
+    if terms.is_empty() {
+        return None;
+    }
+    let url = if terms.len() == 1 { format!("^{}$", terms[0]) } else { format!("^(?:{})$", terms.join("|")) };
+    let excluded_dirs: Vec<String> = folders
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| owner[*k].is_none())
+        .map(|(_, (d, _))| d.clone())
+        .chain(excluded.iter().cloned())
+        .collect();
+    Some(Lane { url, types, folders: inside, excluded: excluded_dirs })
+}
+
+/// Whether no name of the lane (a name not starting with a dot, without `/`, `%` or
+/// control characters, ending in one of `exts`) matches the `<Files>` section's pattern:
+/// `glob` for `<Files name>` (shell wildcards), else a regular expression, searched as
+/// Apache's PCRE does. `false` when that cannot be shown (a pattern the DFA does not
+/// read: lookaround, backreferences, ...).
+pub fn disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
+    let (mask, anchored) = if glob {
+        match glob_regex(pattern) {
+            Some(r) => (r, true),
+            None => return false,
+        }
+    } else {
+        // (PCRE reads `{,n}` as text where the DFA would read a repetition)
+        if pattern.contains("{,") {
+            return false;
+        }
+        (pattern.to_string(), false)
+    };
+    let names = format!(
+        r"^[^./%\x00-\x1f\x7f][^/%\x00-\x1f\x7f]*\.(?:{})$",
+        exts.iter().map(|e| escape(e)).collect::<Vec<_>>().join("|")
+    );
+    let build = |p: &str, start: StartKind| {
+        dense::Builder::new()
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(regex_automata::nfa::thompson::Config::new().utf8(false))
+            .configure(
+                dense::Config::new()
+                    .start_kind(start)
+                    .match_kind(MatchKind::All)
+                    .dfa_size_limit(Some(4 << 20))
+                    .determinize_size_limit(Some(4 << 20)),
+            )
+            .build(p)
+            .map_err(|_| ())
+    };
+    let Ok(m) = build(&mask, if anchored { StartKind::Anchored } else { StartKind::Unanchored }) else {
+        return false;
+    };
+    let Ok(l) = build(&names, StartKind::Anchored) else { return false };
+    let mode = if anchored { Anchored::Yes } else { Anchored::No };
+    let (Ok(sm), Ok(sl)) = (
+        m.start_state_forward(&Input::new(&[][..]).anchored(mode)),
+        l.start_state_forward(&Input::new(&[][..]).anchored(Anchored::Yes)),
+    ) else {
+        return false;
+    };
+    // Breadth-first over pairs of states: a name the lane takes (`l` accepts at its end)
+    // that the pattern matches (a match state on the way, or at the end).
+    let mut seen = HashSet::new();
+    let mut todo = vec![(sm, sl, false)];
+    while let Some((a, b, matched)) = todo.pop() {
+        if !seen.insert((a, b, matched)) {
+            continue;
+        }
+        if seen.len() > 200_000 || m.is_quit_state(a) || l.is_quit_state(b) {
+            return false;
+        }
+        let ends = l.is_match_state(l.next_eoi_state(b));
+        if ends && (matched || m.is_match_state(m.next_eoi_state(a))) {
+            return false;
+        }
+        for byte in 0..=255u8 {
+            let nb = l.next_state(b, byte);
+            if l.is_dead_state(nb) {
+                continue;
+            }
+            let na = if matched { a } else { m.next_state(a, byte) };
+            let now = matched || m.is_match_state(na);
+            if !now && m.is_dead_state(na) {
+                continue;
+            }
+            todo.push((if now { sm } else { na }, nb, now));
+        }
+    }
+    true
+}
+
+/// A `<Files>` shell pattern (apr_fnmatch: `*`, `?`, `[...]`) as an anchored regex.
+fn glob_regex(p: &str) -> Option<String> {
+    let mut out = String::from("^");
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            '[' => {
+                out.push('[');
+                if chars.peek() == Some(&'!') || chars.peek() == Some(&'^') {
+                    chars.next();
+                    out.push('^');
+                }
+                let mut closed = false;
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        closed = true;
+                        break;
+                    }
+                    if d == '\\' || d == '[' {
+                        out.push('\\');
+                    }
+                    out.push(d);
+                }
+                if !closed {
+                    return None;
+                }
+                out.push(']');
+            }
+            '\\' => {
+                let d = chars.next()?;
+                out.push_str(&escape(&d.to_string()));
+            }
+            c => out.push_str(&escape(&c.to_string())),
+        }
+    }
+    out.push('$');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXTS: &[&str] = &["css", "jpg"];
+
+    #[test]
+    fn patterns_are_intersected_with_the_lanes_names() {
+        // Debian's apache2.conf: .ht* names (the lane's never start with a dot)
+        assert!(disjoint(r"^\.ht", false, EXTS));
+        // PHP by name, anchored at the end
+        assert!(disjoint(r".+\.ph(ar|p|tml)$", false, EXTS));
+        assert!(disjoint("wp-config.php", true, EXTS));
+        assert!(disjoint("*.log", true, EXTS));
+        // unanchored: wp-config.css would match
+        assert!(!disjoint("wp-config", false, EXTS));
+        assert!(!disjoint(r"\.(css|js)$", false, EXTS));
+        assert!(!disjoint("(?i)\\.CSS$", false, EXTS));
+        assert!(!disjoint("secret.jpg", true, EXTS));
+        assert!(!disjoint("*", true, EXTS));
+        // what the DFA does not read is not shown disjoint
+        assert!(!disjoint(r"^(?!x)\.ht", false, EXTS));
+        assert!(!disjoint("a{,3}", false, EXTS));
+    }
+
+    #[test]
+    fn a_folder_out_of_the_lane_is_left_out_below_its_parent() {
+        let f = FolderLane {
+            types: [("css".to_string(), "text/css".to_string())].into(),
+            inner: BTreeSet::new(),
+        };
+        let lane = build(
+            &[("/".into(), Some(f.clone())), ("/wp-content/cache/".into(), None), ("/a/".into(), Some(f))],
+            &["/icons/".into()],
+        )
+        .unwrap();
+        // /a/ serves as / does: no term of its own
+        assert_eq!(lane.folders, ["/"]);
+        assert!(lane.url.starts_with("^/(?!icons/|wp-content/cache/)"), "{}", lane.url);
+        let re = pcre2::bytes::Regex::new(&lane.url).unwrap();
+        assert!(re.is_match(b"/a/b/style.css").unwrap());
+        assert!(re.is_match(b"/style.min.css").unwrap());
+        assert!(!re.is_match(b"/wp-content/cache/x.css").unwrap());
+        assert!(!re.is_match(b"/icons/x.css").unwrap());
+        assert!(!re.is_match(b"/.well-known/x.css").unwrap());
+        assert!(!re.is_match(b"/x.CSS").unwrap());
+        assert!(!re.is_match(b"/x%2Fy.css").unwrap());
+        assert!(!re.is_match(b"/x.php").unwrap());
+    }
+}
