@@ -15,7 +15,7 @@ other file) served by:
   converted    lighten convert's output as it is (the safety net, Apache's Host check, the
                decision cache, headers, the access log Apache's configuration asks for);
   watched      the same output with its static lane on, as while `lighten watch` runs
-               (run/watching.conf): the file served by lighttpd alone, no Lua;
+               (OUT/.watching.conf): the file served by lighttpd alone, no Lua;
   guard        that same output with its physical-path script replaced by the least a
                correct script does for this request (the Host, method and target read, one
                stat, the Content-Type set, the response-start hook skipped): what any
@@ -176,7 +176,7 @@ def main():
         shutil.copytree(out, watched_out, symlinks=True)
         with open(os.path.join(watched_out, "lighttpd.conf"), "w") as f:
             f.write(text.replace(guard_out, watched_out).replace(str(ports["guard"]), str(ports["watched"])))
-        with open(os.path.join(watched_out, "run", "watching.conf"), "w") as f:
+        with open(os.path.join(watched_out, ".watching.conf"), "w") as f:
             f.write('var.lighten_lane := ""\n')
         subprocess.run(["chmod", "-R", "a+rwX", watched_out], check=True)
         confs["watched"] = os.path.join(watched_out, "lighttpd.conf")

@@ -71,7 +71,7 @@ pub fn units(
         desc = unit_value(&out_dir.display().to_string()),
         cmd = exec.join(" "),
         cwd = unit_value(&cwd.display().to_string()),
-        watching = exec_word(&runtime_dir.join(crate::translate::lane::WATCHING).display().to_string()),
+        watching = exec_word(&out_dir.join(crate::translate::lane::WATCHING).display().to_string()),
     );
     let mut units =
         vec![(Path::new(DIR).join(DROP_IN), drop_in), (Path::new(DIR).join(WATCH_UNIT), watch_unit)];

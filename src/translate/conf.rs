@@ -22,6 +22,8 @@ pub const MODULES: &[(&str, &str)] = &[
     ("mod_fastcgi", "lighttpd"),
     ("mod_dirlisting", "lighttpd"),
     ("mod_accesslog", "lighttpd"),
+    // the static lane's url.rewrite-if-not-file (translate::lane)
+    ("mod_rewrite", "lighttpd"),
     ("mod_deflate", "lighttpd-mod-deflate"),
     ("mod_openssl", "lighttpd-mod-openssl"),
     // batch --fallback-apache (src/batch/fallback.rs)
@@ -952,14 +954,17 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         let _ = writeln!(
             out,
             "# The static lane (a block in each host below): files lighttpd serves alone, as Apache\n\
-             # would, while `lighten watch` keeps this output in step; watch writes {rt}/{w}\n\
+             # would, while `lighten watch` keeps this output in step; watch writes {out}/{w}\n\
              # (var.lighten_lane := \"\") when it starts and removes it when it stops. Otherwise the lane\n\
              # is off (\"(*FAIL)\" matches nothing) and every request goes through the Lua, whose guard\n\
              # refuses what an .htaccess written since the conversion governs.",
-            w = super::lane::WATCHING
+            w = super::lane::WATCHING,
+            out = opts.out_dir.display()
         );
         let _ = writeln!(out, "var.lighten_lane = \"(*FAIL)\"");
-        let pattern = format!("{rt}/{}", super::lane::WATCHING.replacen(".conf", "*.conf", 1));
+        // (a pattern: no file matching it is no error)
+        let pattern =
+            format!("{}/{}", opts.out_dir.display(), super::lane::WATCHING.replacen(".conf", "*.conf", 1));
         let _ = writeln!(out, "include {}", q(&pattern));
     }
     let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in lighten.lua");

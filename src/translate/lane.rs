@@ -27,9 +27,13 @@ use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-/// The file in the runtime folder `lighten watch` writes while it runs (it sets
+/// The file in the output folder `lighten watch` writes while it runs (it sets
 /// `var.lighten_lane`, which lighttpd.conf sets to a pattern that never matches first).
-pub const WATCHING: &str = "watching.conf";
+/// Beside lighttpd.conf, whose folder only its owner writes: never in the runtime folder,
+/// which lighttpd's user owns (lighttpd reads its configuration as root, and a file that
+/// user could add there would be root's `include_shell`). A dot file, so `lighten diff`
+/// leaves it out as it leaves out the runtime state.
+pub const WATCHING: &str = ".watching.conf";
 /// The text of [`WATCHING`].
 pub const WATCHING_TEXT: &str = "# Written by `lighten watch` while it runs, removed when it stops: the static lane\n\
 # of lighttpd.conf is on (an .htaccess edit is converted within a second).\n\

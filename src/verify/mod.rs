@@ -184,7 +184,7 @@ pub fn launch(
     }
     // The static lane on, as `lighten watch` runs it (translate::lane): what is not in the
     // lane goes through the Lua alike, on or off.
-    std::fs::write(out_dir.join("run").join(translate::lane::WATCHING), translate::lane::WATCHING_TEXT)?;
+    std::fs::write(out_dir.join(translate::lane::WATCHING), translate::lane::WATCHING_TEXT)?;
     let first = lports.values().next().map(|(p, _)| *p).unwrap_or(80);
     let l = lighttpd::start(&out_dir.join("lighttpd.conf"), &sb, first)?;
     Ok(Pair {

@@ -106,7 +106,7 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
     }
     // The static lane is on while watch runs (translate::lane): lighttpd takes it in at its
     // next restart, made now if it runs (and by the first step if that writes).
-    let lane = job.runtime_dir.join(crate::translate::lane::WATCHING);
+    let lane = job.out_dir.join(crate::translate::lane::WATCHING);
     let _ = std::fs::create_dir_all(&job.runtime_dir);
     if !same_bytes(&lane, crate::translate::lane::WATCHING_TEXT) {
         lane_on(&job, &lane);
@@ -609,7 +609,7 @@ impl Job {
 /// restarts lighttpd for it.
 fn lane_on(job: &Job, lane: &std::path::Path) {
     let text = crate::translate::lane::WATCHING_TEXT.to_string();
-    match crate::plan::apply(&job.runtime_dir, &[(PathBuf::from(crate::translate::lane::WATCHING), text)]) {
+    match crate::plan::apply(&job.out_dir, &[(PathBuf::from(crate::translate::lane::WATCHING), text)]) {
         Ok(_) => job.lane_restart("on"),
         Err(e) => eprintln!("lighten watch: writing {}: {e:#} (the static lane stays off)", lane.display()),
     }
