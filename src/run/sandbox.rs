@@ -121,25 +121,31 @@ pub fn self_signed_cert(dir: &Path) -> (PathBuf, PathBuf) {
     let cert = dir.join("run/sandbox.crt");
     let key = dir.join("run/sandbox.key");
     if !cert.exists() {
-        let _ = std::process::Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "30",
-                "-subj",
-                "/CN=lighten-sandbox",
-            ])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        // (a process group of its own, stopped with the servers on Ctrl-C: an interrupt
+        // while the key is made leaves nothing running)
+        let mut cmd = std::process::Command::new("openssl");
+        cmd.args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=lighten-sandbox",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+        if let Ok(mut c) = super::process::Child::spawn(cmd, "openssl") {
+            while c.exited().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
     }
     (cert, key)
 }
