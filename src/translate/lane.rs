@@ -45,6 +45,24 @@ pub const EXTENSIONS: &[&str] = &[
     "pdf", "png", "svg", "ttf", "txt", "webm", "webp", "woff", "woff2",
 ];
 
+/// Whether Apache's default handler sends a file of type `t` as it is, with no module
+/// taking it by its type: the families the lane's extensions have.
+pub fn static_type(t: &str) -> bool {
+    let t = t.to_ascii_lowercase();
+    ["image/", "font/", "audio/", "video/"].iter().any(|p| t.starts_with(p))
+        || [
+            "text/css",
+            "text/javascript",
+            "text/plain",
+            "application/javascript",
+            "application/pdf",
+            "application/vnd.ms-fontobject",
+            "application/font-woff",
+        ]
+        .iter()
+        .any(|x| t == *x || t.starts_with(&format!("{x};")))
+}
+
 /// Bytes no name or folder of the lane holds: `/`, `%` (an encoded byte lighttpd left
 /// encoded), control characters and DEL.
 const NOT_IN_NAMES: &str = r"/%\x00-\x1f\x7f";
@@ -193,8 +211,7 @@ pub fn disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
             None => return false,
         }
     } else {
-        // (PCRE reads `{,n}` as text where the DFA would read a repetition)
-        if pattern.contains("{,") {
+        if !same_in_both(pattern) {
             return false;
         }
         (pattern.to_string(), false)
@@ -259,6 +276,57 @@ pub fn disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
     true
 }
 
+/// Whether regex-syntax reads `p` as PCRE2 does, as far as a simple scan can tell: no
+/// `{,n}` (PCRE's text, a repetition to the DFA), no class holding `[`, `&&`, `--` or
+/// `~~` (set operations to regex-syntax, characters to PCRE), no escape the two read
+/// differently (`\<`, `\>`, `\b{`, `\B{`, `\v`, `\V`, `\h`, `\H`, `\R`, `\N`, `\X`, `\C`,
+/// `\K`, `\G`, `\Q`), and no `x` flag (regex-syntax ignores blanks inside a class too).
+fn same_in_both(p: &str) -> bool {
+    if p.contains("{,") {
+        return false;
+    }
+    let b = p.as_bytes();
+    let mut i = 0;
+    let mut class: Option<usize> = None;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' {
+            let Some(&n) = b.get(i + 1) else { return false };
+            if b"<>vVhHRNXCKGQ".contains(&n) || (matches!(n, b'b' | b'B') && b.get(i + 2) == Some(&b'{')) {
+                return false;
+            }
+            i += 2;
+            continue;
+        }
+        match class {
+            Some(start) => {
+                if c == b']' && i > start + 1 && !(i == start + 2 && b[start + 1] == b'^') {
+                    class = None;
+                } else if c == b'[' || (matches!(c, b'&' | b'-' | b'~') && b.get(i + 1) == Some(&c)) {
+                    return false;
+                }
+            }
+            None => {
+                if c == b'[' {
+                    class = Some(i);
+                } else if c == b'(' && b.get(i + 1) == Some(&b'?') {
+                    // inline flags: (?x) or (?x: ...) and the like
+                    let flags: Vec<u8> = b[i + 2..]
+                        .iter()
+                        .copied()
+                        .take_while(|f| f.is_ascii_alphabetic() || *f == b'-')
+                        .collect();
+                    if flags.contains(&b'x') {
+                        return false;
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    class.is_none()
+}
+
 /// A `<Files>` shell pattern (apr_fnmatch: `*`, `?`, `[...]`) as an anchored regex.
 fn glob_regex(p: &str) -> Option<String> {
     let mut out = String::from("^");
@@ -279,8 +347,12 @@ fn glob_regex(p: &str) -> Option<String> {
                         closed = true;
                         break;
                     }
-                    if d == '\\' || d == '[' {
+                    if d == '\\' || d == '[' || d == '&' || d == '~' {
                         out.push('\\');
+                    }
+                    // (`--` is a set difference to regex-syntax)
+                    if d == '-' && out.ends_with('-') {
+                        return None;
                     }
                     out.push(d);
                 }
@@ -323,6 +395,16 @@ mod tests {
         // what the DFA does not read is not shown disjoint
         assert!(!disjoint(r"^(?!x)\.ht", false, EXTS));
         assert!(!disjoint("a{,3}", false, EXTS));
+        // class set operations regex-syntax reads and PCRE does not (the review's `[g&&x]`)
+        assert!(!disjoint(r"\.pn[g&&x]$", false, EXTS));
+        assert!(!disjoint(r"\.jp[g--x]$", false, EXTS));
+        assert!(!disjoint(r"\.jp[[g]]$", false, EXTS));
+        assert!(!disjoint("*.[p&&]ng", true, &["png"]));
+        assert!(!disjoint("*.jp[g--x]", true, EXTS));
+        assert!(!disjoint(r"(?x)\.jp[ g]$", false, EXTS));
+        assert!(!disjoint(r"\v", false, EXTS));
+        // a class that starts with `]` or `^]` is read alike
+        assert!(disjoint(r"^[]x]\.log$", false, EXTS));
     }
 
     #[test]

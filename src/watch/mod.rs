@@ -111,7 +111,11 @@ impl Watched {
             // conversion did not read changes nothing, and reconverting says so.
             return Some(Why::ServerConfig);
         }
-        if in_tree && is_dir_event {
+        // A folder, or a symbolic link made (the static lane trusts the links the conversion
+        // saw; a new one is a whole step, which takes it into account).
+        if in_tree
+            && (is_dir_event || std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()))
+        {
             return Some(Why::Folder);
         }
         None

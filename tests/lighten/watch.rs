@@ -567,3 +567,54 @@ fn an_edit_of_one_accounts_apache_file_converts_that_account_alone() {
     assert!(matches!(r["outcome"].as_str(), Some("converted" | "unchanged")), "{r}");
     same(requests, "after the server's file changed");
 }
+
+/// The static lane trusts the symbolic links the conversion saw. A link made while watch
+/// runs, from a folder in the lane to one whose .htaccess denies (Apache reads that
+/// .htaccess through the link), is a step of its own: once it is in force, the file
+/// behind the link answers as Apache's does (403), not as the lane served it.
+#[test]
+fn a_symbolic_link_made_while_watched_is_taken_in() {
+    if !servers_present() {
+        return;
+    }
+    let (tmp, site) = open_copy("wordpress");
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let (site_s, out_s, listen) =
+        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
+    let docroot = format!("{site_s}/var/www/html");
+    let args = [
+        "--sysroot",
+        &site_s,
+        "--server-name",
+        "example.test",
+        &docroot,
+        "--out",
+        &out_s,
+        "--listen",
+        &listen,
+    ];
+    let (r, _lighttpd) = serve_converted(&args, port);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let html = site.join("var/www/html");
+    // a denied folder with an image, before watch starts
+    std::fs::create_dir_all(html.join("private")).unwrap();
+    std::fs::write(html.join("private/.htaccess"), "Require all denied\n").unwrap();
+    std::fs::write(html.join("private/a.png"), b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let (_watch, rx) = watching(&args, &[]);
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(first["outcome"], "converted", "{first}");
+    let get = |path: &str| {
+        let req = lighten::eval::request::parse_file(&format!("GET {path}\n")).unwrap().remove(0);
+        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
+        verify::send(port, false, &sent).unwrap().status
+    };
+    assert_eq!(get("/private/a.png"), 403);
+    assert!(std::fs::read_to_string(out.join(".watching.conf")).unwrap().contains("lighten_lane := \"\""));
+    let link = html.join("wp-content/themes/lnk");
+    std::os::unix::fs::symlink("../../private", &link).unwrap();
+    let rec = record_for(&rx, &link, "a symbolic link made in the lane");
+    assert_eq!(rec["outcome"], "converted", "{rec}");
+    assert_eq!(rec["reload"]["kind"], "restarted", "the lane changes: {rec}");
+    assert_eq!(get("/wp-content/themes/lnk/a.png"), 403);
+}

@@ -708,7 +708,9 @@ fn folder_lane(
                 None => continue,
             },
         };
-        if shared.deflate.iter().any(|d| d.eq_ignore_ascii_case(&t)) {
+        // Only a type the default handler sends as it is (a type a module handles, as
+        // mod_php's application/x-httpd-php by AddType, is not).
+        if shared.deflate.iter().any(|d| d.eq_ignore_ascii_case(&t)) || !super::lane::static_type(&t) {
             continue;
         }
         // mod_mime's charset, else AddDefaultCharset on text/plain and text/html.
