@@ -63,10 +63,6 @@ pub fn static_type(t: &str) -> bool {
         .any(|x| t == *x || t.starts_with(&format!("{x};")))
 }
 
-/// Bytes no name or folder of the lane holds: `/`, `%` (an encoded byte lighttpd left
-/// encoded), control characters and DEL.
-const NOT_IN_NAMES: &str = r"/%\x00-\x1f\x7f";
-
 /// What the lane of one folder with configuration of its own serves: extension to the
 /// Content-Type Apache gives it there, and the extensions that must not appear before
 /// the last one (they carry an encoding, a charset or a handler).
