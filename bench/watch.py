@@ -6,6 +6,8 @@
    `Require all denied` into the theme folder's .htaccess (or removes it again) and polls
    the stylesheet under it on fresh connections until the answer flips (403 / 200); the
    time from the write to the first flipped answer is the figure (median, p90, p99, max).
+   The deny moves the folder out of the static lane (translate::lane) and back, so each
+   edit is a graceful restart of lighttpd (watch turns the lane on when it starts).
    Meanwhile `lighten bench -k -c 10` loads robots.txt for the whole run: the graceful
    restarts must not fail a request.
 2. Reconvert time on a big server: parse_plesk.py's Plesk tree of N accounts (default
