@@ -618,3 +618,80 @@ fn a_symbolic_link_made_while_watched_is_taken_in() {
     assert_eq!(rec["reload"]["kind"], "restarted", "the lane changes: {rec}");
     assert_eq!(get("/wp-content/themes/lnk/a.png"), 403);
 }
+
+/// The static lane as lighttpd runs it: every hook script of the output is replaced by one
+/// that answers 599, so what answers otherwise never entered Lua. Without
+/// `.watching.conf` the stylesheet is the Lua's (599); with it, lighttpd serves it alone
+/// with Apache's type, while what the lane does not take (a missing file, a HEAD, PHP, an
+/// encoded slash) still goes through the Lua; removing the file turns the lane off again.
+#[test]
+fn the_static_lane_serves_alone_only_while_watched() {
+    if !servers_present() {
+        return;
+    }
+    let (tmp, site) = open_copy("wordpress");
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let (site_s, out_s, listen) =
+        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
+    let docroot = format!("{site_s}/var/www/html");
+    let args = [
+        "--sysroot",
+        &site_s,
+        "--server-name",
+        "example.test",
+        &docroot,
+        "--out",
+        &out_s,
+        "--listen",
+        &listen,
+    ];
+    let (r, _lighttpd) = serve_converted(&args, port);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();
+    assert!(conf.contains("# The static lane of vhost example.test"), "{conf}");
+    for e in std::fs::read_dir(out.join("lua")).unwrap() {
+        let p = e.unwrap().path();
+        if conf.contains(&format!("magnet.attract-physical-path-to = ( \"{}\" )", p.display())) {
+            std::fs::write(&p, "return 599\n").unwrap();
+        }
+    }
+    let ask = |method: &str, path: &str| {
+        let req = lighten::eval::request::parse_file(&format!("{method} {path}\n")).unwrap().remove(0);
+        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
+        verify::send(port, false, &sent).unwrap()
+    };
+    let css = "/wp-content/themes/twentytwentyfour/style.css";
+    let restart = || {
+        let pid =
+            lighten::run::lighttpd::running_from(&out.join("lighttpd.conf"), &out.join("run/lighttpd.pid"))
+                .expect("lighttpd runs from the output");
+        let done = lighten::run::lighttpd::graceful_restart(
+            pid,
+            &out.join("run/error.log"),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(matches!(done, lighten::run::lighttpd::Restart::Done));
+    };
+    assert_eq!(ask("GET", css).status, 599, "off: the Lua decides");
+    std::fs::write(out.join(".watching.conf"), lighten::translate::lane::WATCHING_TEXT).unwrap();
+    restart();
+    let a = ask("GET", css);
+    assert_eq!(a.status, 200, "on: lighttpd alone");
+    assert_eq!(a.header("content-type"), Some("text/css"), "{:?}", a.headers);
+    let file = std::fs::read(site.join("var/www/html").join(&css[1..])).unwrap();
+    assert_eq!(a.body.len(), file.len());
+    for (method, path) in [
+        ("GET", "/wp-content/themes/twentytwentyfour/missing.css"),
+        ("HEAD", css),
+        ("GET", "/index.php"),
+        ("GET", "/wp-content/themes%2Ftwentytwentyfour/style.css"),
+        ("GET", "/wp-content/themes/twentytwentyfour/style.css/x.css"),
+    ] {
+        assert_eq!(ask(method, path).status, 599, "{method} {path}: the Lua's");
+    }
+    std::fs::remove_file(out.join(".watching.conf")).unwrap();
+    restart();
+    assert_eq!(ask("GET", css).status, 599, "off again");
+}
