@@ -38,11 +38,15 @@ pub fn units(
          [Service]\n\
          PIDFile={pid}\n\
          ExecStartPre=\n\
+         # The static lane starts off: lighten-watch.service (PartOf this unit, so restarted\n\
+         # with it) turns it on; a file a killed watch left must not.\n\
+         ExecStartPre=/bin/rm -f {watching}\n\
          ExecStartPre={LIGHTTPD} -tt -f {conf}\n\
          ExecStart=\n\
          ExecStart={LIGHTTPD} -D -f {conf}\n",
         out = out_dir.display(),
         pid = unit_value(&runtime_dir.join("lighttpd.pid").display().to_string()),
+        watching = exec_word(&out_dir.join(crate::translate::lane::WATCHING).display().to_string()),
     );
     let exec: Vec<String> = watch.iter().map(|w| exec_word(w)).collect();
     let watch_unit = format!(
@@ -53,6 +57,7 @@ pub fn units(
          [Unit]\n\
          Description=lighten watch: {desc} follows Apache's configuration\n\
          After=lighttpd.service\n\
+         PartOf=lighttpd.service\n\
          \n\
          [Service]\n\
          Type=simple\n\
@@ -61,7 +66,8 @@ pub fn units(
          # However watch ends, the static lane goes off (watch removes {watching} when it\n\
          # stops; not when it is killed) and lighttpd takes that in (a graceful restart).\n\
          ExecStopPost=/bin/rm -f {watching}\n\
-         ExecStopPost=-/bin/systemctl try-reload-or-restart lighttpd.service\n\
+         # (--no-block: when lighttpd's own restart stops this unit, it must not wait on it)\n\
+         ExecStopPost=-/bin/systemctl --no-block try-reload-or-restart lighttpd.service\n\
          Restart=on-failure\n\
          RestartSec=2\n\
          \n\

@@ -345,8 +345,19 @@ fn convert_writes_service_units_systemd_accepts_and_their_commands_run() {
     // What the units run, runs: lighttpd's check and start from the drop-in, then the
     // watch service's command, which finds the output current.
     let drop_in = std::fs::read_to_string(etc.join("lighttpd.service.d/lighten.conf")).unwrap();
-    let pre = unit_line(&drop_in, "ExecStartPre=");
-    assert!(Command::new(&pre[0]).args(&pre[1..]).status().unwrap().success(), "{pre:?}");
+    // (each ExecStartPre in turn: the first removes a static-lane switch a killed watch left)
+    std::fs::write(out.join(".watching.conf"), lighten::translate::lane::WATCHING_TEXT).unwrap();
+    let pres: Vec<Vec<String>> = drop_in
+        .lines()
+        .filter_map(|l| l.strip_prefix("ExecStartPre="))
+        .filter(|v| !v.is_empty())
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(pres.len(), 2, "{drop_in}");
+    for pre in &pres {
+        assert!(Command::new(&pre[0]).args(&pre[1..]).status().unwrap().success(), "{pre:?}");
+    }
+    assert!(!out.join(".watching.conf").exists(), "lighttpd starts with the lane off");
     let exec = unit_line(&drop_in, "ExecStart=");
     let _lighttpd = spawn_group(Command::new(&exec[0]).args(&exec[1..]).stdout(Stdio::null()));
     assert!(sandbox::wait_for_port(port, Duration::from_secs(10)), "lighttpd listens");

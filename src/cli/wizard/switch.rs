@@ -97,6 +97,12 @@ pub fn text(s: &Switch) -> String {
     let _ = writeln!(o, "  [Service]");
     let _ = writeln!(o, "  PIDFile={}", s.runtime_dir.join("lighttpd.pid").display());
     let _ = writeln!(o, "  ExecStartPre=");
+    // (the static lane starts off, as in OUT/systemd/: lighten watch turns it on)
+    let _ = writeln!(
+        o,
+        "  ExecStartPre=/bin/rm -f {}",
+        s.out_dir.join(crate::translate::lane::WATCHING).display()
+    );
     let _ = writeln!(o, "  ExecStartPre=/usr/sbin/lighttpd -tt -f {conf}");
     let _ = writeln!(o, "  ExecStart=");
     let _ = writeln!(o, "  ExecStart=/usr/sbin/lighttpd -D -f {conf}");
@@ -195,6 +201,7 @@ mod tests {
   [Service]
   PIDFile=/etc/lighttpd/from-apache/run/lighttpd.pid
   ExecStartPre=
+  ExecStartPre=/bin/rm -f /etc/lighttpd/from-apache/.watching.conf
   ExecStartPre=/usr/sbin/lighttpd -tt -f /etc/lighttpd/from-apache/lighttpd.conf
   ExecStart=
   ExecStart=/usr/sbin/lighttpd -D -f /etc/lighttpd/from-apache/lighttpd.conf
