@@ -939,19 +939,15 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
         "# The Host header as the client sent it (mod_rewrite's %{{HTTP_HOST}}): a port and a trailing dot\n\
          # stay (lighttpd still lower-cases it); the Lua refuses what Apache refuses (400)"
     );
-    if site.lanes.iter().any(Option::is_some) {
-        // (and %2F stays encoded in the request target, which the static lanes send back
-        // through the Lua: Apache refuses an encoded slash where lighttpd would decode it)
-        let _ = writeln!(
-            out,
-            "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\", \"url-path-2f-decode\" => \"disable\" )"
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\" )"
-        );
-    }
+    // (with a static lane, %2F also stays encoded in the request target, which the lanes
+    // send back through the Lua: Apache refuses an encoded slash where lighttpd would
+    // decode it)
+    let slash =
+        if site.lanes.iter().any(Option::is_some) { ", \"url-path-2f-decode\" => \"disable\"" } else { "" };
+    let _ = writeln!(
+        out,
+        "server.http-parseopts = ( \"host-normalize\" => \"disable\", \"host-strict\" => \"disable\"{slash} )"
+    );
     if site.lanes.iter().any(Option::is_some) {
         let _ = writeln!(
             out,

@@ -196,23 +196,41 @@ pub fn build(folders: &[(String, Option<FolderLane>)], excluded: &[String]) -> O
     Some(Lane { url, types, folders: inside, excluded: excluded_dirs })
 }
 
+/// What `disjoint` decided, by pattern, glob or not, and extensions.
+type Decided = std::collections::HashMap<(String, bool, String), bool>;
+
 /// Whether no name of the lane (a name not starting with a dot, without `/`, `%` or
 /// control characters, ending in one of `exts`) matches the `<Files>` section's pattern:
 /// `glob` for `<Files name>` (shell wildcards), else a regular expression, searched as
 /// Apache's PCRE does. `false` when that cannot be shown (a pattern the DFA does not
 /// read: lookaround, backreferences, ...).
 pub fn disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
-    let (mask, anchored) = if glob {
-        match glob_regex(pattern) {
-            Some(r) => (r, true),
-            None => return false,
-        }
+    // The same patterns come back for every folder and every host (the server's own
+    // `<FilesMatch "^\.ht">`): each is decided once.
+    static SEEN: std::sync::Mutex<Option<Decided>> = std::sync::Mutex::new(None);
+    let key = (pattern.to_string(), glob, exts.join(","));
+    if let Some(d) = SEEN.lock().ok().and_then(|m| m.as_ref()?.get(&key).copied()) {
+        return d;
+    }
+    let d = decide_disjoint(pattern, glob, exts);
+    if let Ok(mut m) = SEEN.lock() {
+        m.get_or_insert_with(Default::default).insert(key, d);
+    }
+    d
+}
+
+fn decide_disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
+    // A `<Files>` glob as the interpreter's regex (its `(?!/)` before a class says what
+    // a lane name, without `/`, never needs); either way only what regex-syntax reads
+    // as PCRE2 does.
+    let mask = if glob {
+        super::site::glob_to_regex(pattern, true).replace("(?!/)", "")
     } else {
-        if !same_in_both(pattern) {
-            return false;
-        }
-        (pattern.to_string(), false)
+        pattern.to_string()
     };
+    if !same_in_both(&mask) {
+        return false;
+    }
     let names = format!(
         r"^[^./%\x00-\x1f\x7f][^/%\x00-\x1f\x7f]*\.(?:{})$",
         exts.iter().map(|e| escape(e)).collect::<Vec<_>>().join("|")
@@ -231,11 +249,11 @@ pub fn disjoint(pattern: &str, glob: bool, exts: &[&str]) -> bool {
             .build(p)
             .map_err(|_| ())
     };
-    let Ok(m) = build(&mask, if anchored { StartKind::Anchored } else { StartKind::Unanchored }) else {
+    let Ok(m) = build(&mask, if glob { StartKind::Anchored } else { StartKind::Unanchored }) else {
         return false;
     };
     let Ok(l) = build(&names, StartKind::Anchored) else { return false };
-    let mode = if anchored { Anchored::Yes } else { Anchored::No };
+    let mode = if glob { Anchored::Yes } else { Anchored::No };
     let (Ok(sm), Ok(sl)) = (
         m.start_state_forward(&Input::new(&[][..]).anchored(mode)),
         l.start_state_forward(&Input::new(&[][..]).anchored(Anchored::Yes)),
@@ -322,51 +340,6 @@ fn same_in_both(p: &str) -> bool {
         i += 1;
     }
     class.is_none()
-}
-
-/// A `<Files>` shell pattern (apr_fnmatch: `*`, `?`, `[...]`) as an anchored regex.
-fn glob_regex(p: &str) -> Option<String> {
-    let mut out = String::from("^");
-    let mut chars = p.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            '[' => {
-                out.push('[');
-                if chars.peek() == Some(&'!') || chars.peek() == Some(&'^') {
-                    chars.next();
-                    out.push('^');
-                }
-                let mut closed = false;
-                for d in chars.by_ref() {
-                    if d == ']' {
-                        closed = true;
-                        break;
-                    }
-                    if d == '\\' || d == '[' || d == '&' || d == '~' {
-                        out.push('\\');
-                    }
-                    // (`--` is a set difference to regex-syntax)
-                    if d == '-' && out.ends_with('-') {
-                        return None;
-                    }
-                    out.push(d);
-                }
-                if !closed {
-                    return None;
-                }
-                out.push(']');
-            }
-            '\\' => {
-                let d = chars.next()?;
-                out.push_str(&escape(&d.to_string()));
-            }
-            c => out.push_str(&escape(&c.to_string())),
-        }
-    }
-    out.push('$');
-    Some(out)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use lighten::run::{apache, observe, sandbox};
 use lighten::verify;
 use serde::Deserialize;
 use std::io::BufRead;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -46,6 +46,26 @@ struct Edit {
 struct Also {
     path: String,
     text: String,
+}
+
+/// A copy of fixtures/wordpress, the output folder, a free port, and the arguments that
+/// convert (and watch) it for example.test on that port.
+fn wordpress_conversion() -> (tempfile::TempDir, PathBuf, PathBuf, u16, Vec<String>) {
+    let (tmp, site) = open_copy("wordpress");
+    let out = tmp.path().join("out");
+    let port = sandbox::free_port().unwrap();
+    let args = [
+        "--sysroot".to_string(),
+        site.display().to_string(),
+        "--server-name".into(),
+        "example.test".into(),
+        format!("{}/var/www/html", site.display()),
+        "--out".into(),
+        out.display().to_string(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+    ];
+    (tmp, site, out, port, args.to_vec())
 }
 
 /// `lighten convert ARGS`, then lighttpd started with the printed run: line, listening on
@@ -377,23 +397,8 @@ fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
     if !servers_present() {
         return;
     }
-    let (tmp, site) = open_copy("wordpress");
-    let out = tmp.path().join("out");
-    let port = sandbox::free_port().unwrap();
-    let (site_s, out_s, listen) =
-        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
-    let docroot = format!("{site_s}/var/www/html");
-    let args = [
-        "--sysroot",
-        &site_s,
-        "--server-name",
-        "example.test",
-        &docroot,
-        "--out",
-        &out_s,
-        "--listen",
-        &listen,
-    ];
+    let (_tmp, site, _out, port, owned) = wordpress_conversion();
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let (r, _lighttpd) = serve_converted(&args, port);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let (_watch, rx) = watching(&args, &["--strict"]);
@@ -588,23 +593,8 @@ fn a_symbolic_link_made_while_watched_is_taken_in() {
     if !servers_present() {
         return;
     }
-    let (tmp, site) = open_copy("wordpress");
-    let out = tmp.path().join("out");
-    let port = sandbox::free_port().unwrap();
-    let (site_s, out_s, listen) =
-        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
-    let docroot = format!("{site_s}/var/www/html");
-    let args = [
-        "--sysroot",
-        &site_s,
-        "--server-name",
-        "example.test",
-        &docroot,
-        "--out",
-        &out_s,
-        "--listen",
-        &listen,
-    ];
+    let (_tmp, site, out, port, owned) = wordpress_conversion();
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let (r, _lighttpd) = serve_converted(&args, port);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let html = site.join("var/www/html");
@@ -640,23 +630,8 @@ fn the_static_lane_serves_alone_only_while_watched() {
     if !servers_present() {
         return;
     }
-    let (tmp, site) = open_copy("wordpress");
-    let out = tmp.path().join("out");
-    let port = sandbox::free_port().unwrap();
-    let (site_s, out_s, listen) =
-        (site.display().to_string(), out.display().to_string(), format!("127.0.0.1:{port}"));
-    let docroot = format!("{site_s}/var/www/html");
-    let args = [
-        "--sysroot",
-        &site_s,
-        "--server-name",
-        "example.test",
-        &docroot,
-        "--out",
-        &out_s,
-        "--listen",
-        &listen,
-    ];
+    let (_tmp, site, out, port, owned) = wordpress_conversion();
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let (r, _lighttpd) = serve_converted(&args, port);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let conf = std::fs::read_to_string(out.join("lighttpd.conf")).unwrap();

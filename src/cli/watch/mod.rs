@@ -161,13 +161,7 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
                 let mut step = job.step(changed, vec![Why::Confirm], Instant::now(), SystemTime::now());
                 step.record.confirm();
                 job.log(&step.record);
-                if step.record.outcome == Outcome::Refused {
-                    if std::fs::remove_file(&lane).is_ok() {
-                        job.lane_restart("off (a change was refused: the safety net answers for it)");
-                    }
-                } else if !lane.exists() {
-                    lane_on(&job, &lane);
-                }
+                lane_after(&job, &lane, step.record.outcome);
                 base = step.base;
             }
             continue;
@@ -211,16 +205,9 @@ pub fn run(a: WatchArgs, settings: &Resolved, color: bool) -> anyhow::Result<i32
             None => job.step(changed, why, t0, wall),
         };
         job.log(&step.record);
-        // A refused change leaves the output in force, whose Lua safety net answers for the
-        // .htaccess it could not convert (503): the static lane, which skips that net, goes
-        // off until a whole conversion of everything succeeds again.
-        if step.record.outcome == Outcome::Refused {
-            if std::fs::remove_file(&lane).is_ok() {
-                job.lane_restart("off (a change was refused: the safety net answers for it)");
-            }
-        } else if whole && !lane.exists() {
-            lane_on(&job, &lane);
-        } else if !whole && !lane.exists() {
+        if whole || step.record.outcome == Outcome::Refused {
+            lane_after(&job, &lane, step.record.outcome);
+        } else if !lane.exists() {
             // (the whole conversion that confirms the site steps decides)
             since_whole.get_or_insert_with(Vec::new).extend(changed_paths(&step.record));
             quiet_since = Instant::now();
@@ -612,6 +599,20 @@ fn lane_on(job: &Job, lane: &std::path::Path) {
     match crate::plan::apply(&job.out_dir, &[(PathBuf::from(crate::translate::lane::WATCHING), text)]) {
         Ok(_) => job.lane_restart("on"),
         Err(e) => eprintln!("lighten watch: writing {}: {e:#} (the static lane stays off)", lane.display()),
+    }
+}
+
+/// The static lane after a step that was refused or converted everything. A refused
+/// change leaves the output in force, whose Lua safety net answers for the .htaccess it
+/// could not convert (503): the lane, which skips that net, goes off until a whole
+/// conversion of everything succeeds again, and then on.
+fn lane_after(job: &Job, lane: &std::path::Path, outcome: Outcome) {
+    if outcome == Outcome::Refused {
+        if std::fs::remove_file(lane).is_ok() {
+            job.lane_restart("off (a change was refused: the safety net answers for it)");
+        }
+    } else if !lane.exists() {
+        lane_on(job, lane);
     }
 }
 
