@@ -196,7 +196,10 @@ impl RunningLighttpd {
             signal(self.child.id(), libc::SIGINT);
             let deadline = Instant::now() + wait;
             while Instant::now() < deadline && self.child.exited().is_none() {
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(10));
+                // Wakes its event loop, which may otherwise sleep a second before it
+                // sees its last connection gone (as in [`graceful_restart`]).
+                signal(self.child.id(), libc::SIGCHLD);
             }
         }
         self.child.stop(Duration::from_millis(500));
@@ -418,6 +421,9 @@ pub fn running_from(conf: &Path, pid_file: &Path) -> Option<u32> {
     (is_lighttpd && with_conf).then_some(pid)
 }
 
+/// How often [`graceful_restart`] wakes lighttpd's event loop while it drains.
+const WAKE: Duration = Duration::from_millis(10);
+
 /// Whether a graceful restart asked of `pid` was seen through: its error log says
 /// "server started" after `from` bytes.
 pub enum Restart {
@@ -429,6 +435,16 @@ pub enum Restart {
 /// requests in progress finish, reads its configuration again and goes on with the same
 /// listening sockets, so no connection is refused; measured in ARCHITECTURE.md), waited
 /// for through its error log `errorlog` for up to `timeout`.
+///
+/// While it waits, lighttpd is woken every [`WAKE`] with a SIGCHLD. lighttpd 1.4.69 checks
+/// whether its last connection has gone only at the top of its event loop, which then
+/// sleeps in `epoll_wait` for up to a second when no socket has anything to say: the
+/// restart often waited that second with nothing left to do (server.c,
+/// `server_main_loop`; strace showed `epoll_wait(.., 1000) = 0` between the last close
+/// and the new configuration read). A signal with a handler ends that wait (epoll_wait
+/// is never restarted), and SIGCHLD is the harmless one: its handler only reaps exited
+/// children, which lighttpd does anyway, and where no handler is installed (a re-exec
+/// under `server.graceful-restart-bg`) its default is to be ignored.
 pub fn graceful_restart(pid: u32, errorlog: &Path, timeout: Duration) -> io::Result<Restart> {
     let from = std::fs::metadata(errorlog).map(|m| m.len()).unwrap_or(0);
     // SAFETY: kill() with a pid and a signal number touches no memory of ours.
@@ -436,7 +452,13 @@ pub fn graceful_restart(pid: u32, errorlog: &Path, timeout: Duration) -> io::Res
         return Err(io::Error::last_os_error());
     }
     let deadline = Instant::now() + timeout;
+    let mut woken = Instant::now();
     while Instant::now() < deadline {
+        if woken.elapsed() >= WAKE {
+            // SAFETY: as above. A failure (lighttpd gone) shows as no "server started".
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGCHLD) };
+            woken = Instant::now();
+        }
         if let Ok(bytes) = std::fs::read(errorlog)
             && bytes.len() as u64 != from
         {
