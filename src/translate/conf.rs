@@ -66,7 +66,12 @@ pub fn lane_block(l: &super::lane::Lane, title: &str) -> String {
     let _ = writeln!(out, "        $HTTP[\"host\"] =~ {} {{", q(super::lane::HOST));
     let _ = writeln!(out, "          magnet.attract-physical-path-to = ( )");
     let _ = writeln!(out, "          magnet.attract-response-start-to = ( )");
-    let _ = writeln!(out, "          # what is not a file is the Lua's to decide, from the request as sent");
+    let _ = writeln!(
+        out,
+        "          # what lighttpd left encoded (an encoded slash), and what is not a file, is"
+    );
+    let _ = writeln!(out, "          # the Lua's to decide, from the request as sent");
+    let _ = writeln!(out, "          url.rewrite-once = ( \"%\" => \"/.lighten-lane-miss\" )");
     let _ = writeln!(out, "          url.rewrite-if-not-file = ( \"\" => \"/.lighten-lane-miss\" )");
     let types: Vec<String> =
         l.types.iter().map(|(e, t)| format!("{} => {}", q(&format!(".{e}")), q(t))).collect();

@@ -134,11 +134,7 @@ pub fn build(folders: &[(String, Option<FolderLane>)], excluded: &[String]) -> O
     for &k in &order {
         let (dir, f) = &folders[k];
         let Some(f) = f else { continue };
-        // (a folder whose name holds a `%` stays out, as its files' names do: below)
-        if excluded.iter().any(|x| within(dir, x))
-            || dir.contains('%')
-            || !f.types.keys().any(|e| types.contains_key(e))
-        {
+        if excluded.iter().any(|x| within(dir, x)) || !f.types.keys().any(|e| types.contains_key(e)) {
             continue;
         }
         let parent = (0..folders.len())
@@ -171,21 +167,19 @@ pub fn build(folders: &[(String, Option<FolderLane>)], excluded: &[String]) -> O
         let not_below = if below.is_empty() { String::new() } else { format!("(?!{})", below.join("|")) };
         let exts: Vec<String> =
             f.types.keys().filter(|e| types.contains_key(*e)).map(|e| escape(e)).collect();
-        // Folders, then the name, neither starting with a dot nor holding a `%`; the name
-        // without an extension of `inner` before the last. lighttpd has decoded the path,
-        // all but an encoded slash (`url-path-2f-decode` is off), so a `%` here is one
-        // Apache may read otherwise (`%2F`: 404 with AllowEncodedSlashes Off): the Lua's,
-        // from the request as sent. (No control character gets here: lighttpd refuses
-        // them; so the names are those `disjoint` reasons about. One regex, kept simple:
-        // it runs on every request the lane serves.)
+        // Folders, then the name, neither starting with a dot; the name without an extension of
+        // `inner` before the last. (No `%` or control character gets here: lighttpd sends
+        // them back through the Lua, `url.rewrite-once`, or refuses them; so the names
+        // are those `disjoint` reasons about. One regex, kept simple: it runs on every
+        // request the lane serves.)
         let name = if f.inner.is_empty() {
-            "[^./%][^/%]*".to_string()
+            "[^./][^/]*".to_string()
         } else {
             let list: Vec<String> = f.inner.iter().map(|e| escape(e)).collect();
-            format!("[^./%](?:(?!\\.(?i:{})\\.)[^/%])*", list.join("|"))
+            format!("[^./](?:(?!\\.(?i:{})\\.)[^/])*", list.join("|"))
         };
         // (folders starting with a dot stay out, .git and the like: the Lua's to answer)
-        terms.push(format!("{}{not_below}(?:[^./%][^/%]*/)*{name}\\.(?:{})", escape(dir), exts.join("|")));
+        terms.push(format!("{}{not_below}(?:[^./][^/]*/)*{name}\\.(?:{})", escape(dir), exts.join("|")));
         inside.push(dir.clone());
     }
     if terms.is_empty() {
@@ -404,9 +398,8 @@ mod tests {
         assert!(!re.is_match(b"/icons/x.css").unwrap());
         assert!(!re.is_match(b"/.well-known/x.css").unwrap());
         assert!(!re.is_match(b"/x.CSS").unwrap());
-        // (a `%` left in the path, an encoded slash, is the Lua's to decide)
-        assert!(!re.is_match(b"/x%2Fy.css").unwrap());
-        assert!(!re.is_match(b"/a%2Fb/y.css").unwrap());
+        // (a `%` left in the target is url.rewrite-once's to send back through the Lua)
+        assert!(re.is_match(b"/x%2Fy.css").unwrap());
         assert!(!re.is_match(b"/x.php").unwrap());
     }
 }
