@@ -12,8 +12,9 @@
    restarts must not fail a request.
 2. Reconvert time on a big server: parse_plesk.py's Plesk tree of N accounts (default
    1,000), `lighten watch` on it (no lighttpd), one account's .htaccess edited per round,
-   then one account's vhost.conf (a Redirect added); the watch record's
-   convert_ms and enforce_ms.
+   then one account's vhost.conf (a Redirect added), then Basic auth in a new folder's
+   .htaccess (a password area in lighttpd.conf); the watch record's convert_ms and
+   enforce_ms.
 
 usage: bench/watch.py [--rounds 100] [--domains 1000] [--big-rounds 5] [--lighten PATH]
 """
@@ -164,10 +165,21 @@ def big(a):
               f"{(time.perf_counter() - t0) * 1000:.0f} ms")
         # an .htaccess edit (a comment: the safety net's table takes the file's new size),
         # then an edit of the account's own Apache file (a Redirect: new Lua)
+        # then Basic auth in a new folder's .htaccess, as a security plugin adds it: a
+        # password area in the account's host block of lighttpd.conf
+        def auth(d):
+            folder = os.path.join(vhosts, d, "httpdocs/members")
+            os.makedirs(folder, exist_ok=True)
+            pw = os.path.join(vhosts, "system", d, "members.htpasswd")
+            with open(pw, "w") as f:
+                f.write("m:$apr1$x$y\n")
+            return os.path.join(folder, ".htaccess")
         kinds = [
             (".htaccess", lambda d: os.path.join(vhosts, d, "httpdocs/.htaccess"), lambda i: f"\n# edit {i}\n"),
             ("vhost.conf", lambda d: os.path.join(vhosts, "system", d, "conf/vhost.conf"),
              lambda i: f"\nRedirect 301 /edit-{i} /shop\n"),
+            ("Basic auth .htaccess", auth,
+             lambda i: f'AuthType Basic\nAuthName "Members {i}"\nAuthUserFile {{pw}}\nRequire valid-user\n'),
         ]
         for kind, path_of, text_of in kinds:
             conv, enf, alone, records = [], [], [], []
@@ -175,7 +187,7 @@ def big(a):
                 d = sorted(n for n in os.listdir(vhosts) if n != "system")[(i * 97) % a.domains]
                 h = path_of(d)
                 with open(h, "a") as f:
-                    f.write(text_of(i))
+                    f.write(text_of(i).replace("{pw}", os.path.join(vhosts, "system", d, "members.htpasswd")))
                 r = watch.wait_for(lambda r: h in r["changed"] and "confirm" not in r["why"], 600)
                 conv.append(r["convert_ms"])
                 enf.append(r["enforce_ms"])

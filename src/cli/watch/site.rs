@@ -10,9 +10,11 @@
 //! `convert --vhost` makes), and the difference is what is written, provided it is made
 //! only of files the output holds exactly as the site's conversion made them before: the
 //! site's own compiled modules, its entries in the .htaccess safety net's table
-//! (lua/lighten_htaccess.lua), and the output's identity (lua/lighten_output.lua, from the
-//! kept digests). Anything else (lighttpd.conf, a module another site shares, the
-//! interpreter's data, a link on the way) is a whole step. report.md and report.json are
+//! (lua/lighten_htaccess.lua), the site's host blocks in lighttpd.conf and the modules
+//! they load ([`splice_hosts`]), lua/realm.lua when the first password area brings it, and
+//! the output's identity (lua/lighten_output.lua, from the kept digests). Anything else
+//! (the rest of lighttpd.conf, a module another site shares, the interpreter's data, a
+//! link on the way, a site's names or addresses) is a whole step. report.md and report.json are
 //! brought up to date by the whole conversion watch runs once the folder is quiet, which
 //! also confirms the site-only steps: it must find nothing else to write.
 
@@ -166,6 +168,27 @@ impl Job {
         if keep != site_vhosts(&base.model, &hit) {
             return Err("the sites' virtual hosts are not the same ones".into());
         }
+        // lighttpd.conf picks a host by these, in the `$HTTP["host"]` conditions around
+        // the host blocks, which a site converted alone does not write (a lone host has
+        // none), and the hook scripts find its Lua by its document root among the
+        // others': a change there is the whole configuration's.
+        let chosen_by = |v: &crate::model::VirtualHost| {
+            format!(
+                "{:?}",
+                (
+                    &v.addresses,
+                    &v.server_name,
+                    &v.aliases,
+                    &v.default_for,
+                    v.tls,
+                    v.scope.enabled,
+                    &v.document_root
+                )
+            )
+        };
+        if keep.iter().any(|&i| chosen_by(&base.model.vhosts[i]) != chosen_by(&model.vhosts[i])) {
+            return Err("a site's names or addresses change (lighttpd.conf picks hosts by them)".into());
+        }
         for &i in &keep {
             let name = model.vhosts[i].server_name.clone().ok_or("a site without a name changes")?;
             if !record.sites.contains(&name) {
@@ -250,10 +273,8 @@ impl Job {
     fn write(&self, base: &mut Base, files: &[(PathBuf, String)]) -> Result<(), String> {
         crate::plan::apply(&self.out_dir, files)
             .map_err(|e| format!("writing {}: {e:#}", self.out_dir.display()))?;
-        for (rel, text) in files {
-            if let Some(slot) = base.lua.iter_mut().find(|(r, _)| r == rel) {
-                slot.1 = translate::lua_digest(rel, text, &self.out_dir);
-            }
+        if let Some(lua) = digests_with(&base.lua, files, &self.out_dir) {
+            base.lua = lua;
         }
         Ok(())
     }
@@ -322,15 +343,28 @@ impl Job {
                 continue;
             }
             if name == "lighttpd.conf" {
-                // Only a site's static lanes may change there (translate::lane): they are
-                // replaced in the whole file, and lighttpd restarted.
+                // Only the site's host blocks (its static lane, password areas, PHP, log)
+                // and the modules they need may change there: they are replaced in the
+                // whole file, and lighttpd restarted.
                 let (Some(o), Some(n)) = (o, n) else {
                     return Err(format!("{name} comes or goes"));
                 };
                 let whole = on_disk(rel).ok_or(format!("{name} is not in the output"))?;
-                let t = splice_lanes(&whole, o, n)
-                    .ok_or(format!("{name} changes beyond the site's static lanes"))?;
+                let t = splice_hosts(&whole, o, n)
+                    .ok_or(format!("{name} changes beyond the site's host blocks"))?;
                 conf = Some(t);
+                continue;
+            }
+            if *rel == &Path::new("lua").join(translate::conf::REALM_FILE) {
+                // The raw-URL script every password area names, the same for all: written
+                // with the first area, left with the last (the confirming whole
+                // conversion removes it).
+                match (n, on_disk(rel)) {
+                    (None, _) => {}
+                    (Some(n), Some(d)) if d == *n => {}
+                    (Some(n), None) => out.push(((*rel).clone(), n.clone())),
+                    (Some(_), Some(_)) => return Err(format!("{name} in the output is another")),
+                }
                 continue;
             }
             let (Some(o), Some(n)) = (o, n) else {
@@ -364,20 +398,16 @@ impl Job {
         mut files: Vec<(PathBuf, String)>,
     ) -> Result<Vec<(PathBuf, String)>, String> {
         let id_of = |files: &[(PathBuf, String)]| {
-            translate::output_id_of(base.lua.iter().map(|(rel, d)| {
-                files
-                    .iter()
-                    .find(|(r, _)| r == rel)
-                    .map_or(*d, |(r, t)| translate::lua_digest(r, t, &self.out_dir))
-            }))
+            digests_with(&base.lua, files, &self.out_dir)
+                .map(|l| translate::output_id_of(l.into_iter().map(|(_, d)| d)))
         };
         let identity = PathBuf::from(IDENTITY);
         let now = std::fs::read_to_string(self.out_dir.join(&identity)).ok();
-        if now.as_deref() != Some(translate::conf::output_file(&id_of(&[])).as_str()) {
+        if now.as_deref() != id_of(&[]).map(|id| translate::conf::output_file(&id)).as_deref() {
             return Err("the output is not the one watch wrote last".into());
         }
-        let id = translate::conf::output_file(&id_of(&files));
-        files.push((identity, id));
+        let id = id_of(&files).ok_or("a new Lua file has no place in the output's order")?;
+        files.push((identity, translate::conf::output_file(&id)));
         Ok(files)
     }
 
@@ -417,78 +447,147 @@ fn site_vhosts(model: &Model, hit: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// The entries of a lighten_htaccess.lua `files` table: its text before them, each entry's
-/// line by its file's path, and the text after them. `None` when an entry's path is
-/// escaped (its order in the table could then differ from the generator's).
-/// The static lanes of a lighttpd.conf (`translate::conf::lane_block`): each as its lines
-/// without their indentation, and where it is (first line, line count).
-fn lanes(text: &str) -> Vec<(usize, Vec<&str>)> {
-    let lines: Vec<&str> = text.lines().collect();
+/// The output's Lua files and their digests, in the output's order, once `files` are
+/// written: the digest of each replaced recomputed, and lua/realm.lua, which the first
+/// password area brings, in its place (before lua/lighten_mime.lua, as
+/// `translate::convert` orders them). `None` when a new Lua file has no known place.
+fn digests_with(
+    kept: &[(PathBuf, u64)],
+    files: &[(PathBuf, String)],
+    out_dir: &Path,
+) -> Option<Vec<(PathBuf, u64)>> {
+    let mut lua = kept.to_vec();
+    let realm = Path::new("lua").join(translate::conf::REALM_FILE);
+    for (rel, text) in files.iter().filter(|(r, _)| r.extension().is_some_and(|e| e == "lua")) {
+        let d = translate::lua_digest(rel, text, out_dir);
+        match lua.iter_mut().find(|(r, _)| r == rel) {
+            Some(slot) => slot.1 = d,
+            None if *rel == realm => {
+                let at = lua.iter().position(|(r, _)| r == Path::new("lua/lighten_mime.lua"))?;
+                lua.insert(at, (rel.clone(), d));
+            }
+            // (lighten_output.lua, the identity itself, is not among them)
+            None if rel == Path::new(IDENTITY) => {}
+            None => return None,
+        }
+    }
+    Some(lua)
+}
+
+/// A host's block in a lighttpd.conf (`translate::conf`): from its title comment (the
+/// line before its `server.document-root`) to the line before the brace that closes it.
+struct HostBody<'a> {
+    /// The title, without its indentation: `# vhost NAME (file:line)...`.
+    title: &'a str,
+    /// First line and line count.
+    at: usize,
+    len: usize,
+    /// The title's indentation, and each line without it.
+    indent: usize,
+    lines: Vec<&'a str>,
+}
+
+fn host_bodies<'a>(lines: &[&'a str]) -> Vec<HostBody<'a>> {
+    let indent_of = |l: &str| l.len() - l.trim_start().len();
     let mut out = Vec::new();
     let mut i = 0;
-    while i < lines.len() {
-        if !lines[i].trim_start().starts_with("# The static lane of ") {
+    while i + 1 < lines.len() {
+        let (t, next) = (lines[i].trim_start(), lines[i + 1].trim_start());
+        if !(t.starts_with("# ") && next.starts_with("server.document-root = ")) {
             i += 1;
             continue;
         }
-        // the comment lines, then the block to its closing brace
-        let mut j = i;
-        while j < lines.len() && lines[j].trim_start().starts_with('#') {
+        let indent = indent_of(lines[i]);
+        let mut j = i + 1;
+        while j < lines.len() && !lines[j].trim().is_empty() && indent_of(lines[j]) >= indent {
             j += 1;
         }
-        let mut depth = 0i32;
-        while j < lines.len() {
-            let t = lines[j].trim();
-            depth += t.ends_with('{') as i32 - (t == "}") as i32;
-            j += 1;
-            if depth == 0 {
-                break;
-            }
-        }
-        out.push((i, lines[i..j].iter().map(|l| l.trim_start()).collect()));
+        out.push(HostBody {
+            title: t,
+            at: i,
+            len: j - i,
+            indent,
+            lines: lines[i..j].iter().map(|l| &l[indent..]).collect(),
+        });
         i = j;
     }
     out
 }
 
-/// `whole` with the static lanes the site's conversion changed (from `old` to `new`)
-/// replaced, when nothing else of lighttpd.conf changed and each old lane is in `whole`
-/// as often as in `old`.
-fn splice_lanes(whole: &str, old: &str, new: &str) -> Option<String> {
-    let (lo, ln) = (lanes(old), lanes(new));
-    if lo.len() != ln.len() {
+/// The modules a `server.modules = ( "a", "b" )` line names.
+fn modules_of(line: &str) -> Option<Vec<&str>> {
+    let list = line.strip_prefix("server.modules = ( ")?.strip_suffix(" )")?;
+    list.split(", ").map(|m| m.strip_prefix('"')?.strip_suffix('"')).collect()
+}
+
+/// `whole` with the host blocks the site's conversion changed (from `old` to `new`)
+/// replaced, when nothing else of lighttpd.conf changed but the modules it loads, and
+/// each block of the site in `whole` is as it was in `old` (the same vhost may have
+/// more than one: the default `else` of its port, the IPv4 copy of an IPv6 listener).
+/// A module the new blocks need is added to `whole`'s list, in the emitter's order
+/// (`translate::conf::MODULES`); one no longer needed stays until the whole conversion
+/// that confirms the step. What lighttpd.conf says of a host is the host's block alone:
+/// its static lane (`translate::lane`), its password areas (`translate::realms`), its
+/// PHP and its log.
+fn splice_hosts(whole: &str, old: &str, new: &str) -> Option<String> {
+    let (ol, nl): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let (ob, nb) = (host_bodies(&ol), host_bodies(&nl));
+    if ob.len() != nb.len() || ob.iter().zip(&nb).any(|(o, n)| o.title != n.title) {
         return None;
     }
-    // The rest of the file, lanes aside, is the same.
-    let rest = |text: &str, ls: &[(usize, Vec<&str>)]| -> Vec<String> {
-        let lines: Vec<&str> = text.lines().collect();
-        let mut keep = vec![true; lines.len()];
-        for (at, l) in ls {
-            keep[*at..*at + l.len()].iter_mut().for_each(|k| *k = false);
+    // The rest of the file, the hosts' blocks and the modules aside, is the same.
+    let rest = |lines: &[&str], bodies: &[HostBody]| -> Vec<String> {
+        let mut keep: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        for b in bodies.iter().rev() {
+            keep.splice(b.at..b.at + b.len, [format!("{}{}", " ".repeat(b.indent), b.title)]);
         }
-        lines.iter().zip(keep).filter(|(_, k)| *k).map(|(l, _)| l.to_string()).collect()
+        keep.retain(|l| !l.starts_with("server.modules = "));
+        keep
     };
-    if rest(old, &lo) != rest(new, &ln) {
+    if rest(&ol, &ob) != rest(&nl, &nb) {
         return None;
     }
     let mut lines: Vec<String> = whole.lines().map(str::to_string).collect();
-    for ((_, o), (_, n)) in lo.iter().zip(&ln) {
-        if o == n {
+    for (o, n) in ob.iter().zip(&nb) {
+        if o.lines == n.lines {
             continue;
         }
-        let in_old = lo.iter().filter(|(_, x)| x == o).count();
-        let found: Vec<usize> =
-            lanes(&lines.join("\n")).into_iter().filter(|(_, x)| x == o).map(|(at, _)| at).collect();
-        if found.len() != in_old {
+        let now: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let found: Vec<(usize, usize, usize)> = host_bodies(&now)
+            .into_iter()
+            .filter(|b| b.title == o.title)
+            .map(|b| (b.lines == o.lines).then_some((b.at, b.len, b.indent)))
+            .collect::<Option<_>>()?;
+        if found.is_empty() {
             return None;
         }
         // Last first, so the earlier places stay where they are.
-        for at in found.into_iter().rev() {
-            let indent = lines[at].len() - lines[at].trim_start().len();
-            let inner = |l: &str| " ".repeat(indent) + l;
-            let new_lines: Vec<String> =
-                relative(n).iter().map(|(d, l)| " ".repeat(*d) + &inner(l)).collect();
-            lines.splice(at..at + o.len(), new_lines);
+        for (at, len, indent) in found.into_iter().rev() {
+            let body: Vec<String> = n.lines.iter().map(|l| " ".repeat(indent) + l).collect();
+            lines.splice(at..at + len, body);
+        }
+    }
+    // The modules the new blocks need.
+    let module_line =
+        |ls: &[&str]| ls.iter().find(|l| l.starts_with("server.modules = ")).map(|l| l.to_string());
+    if module_line(&ol) != module_line(&nl) {
+        let needed = modules_of(&module_line(&nl)?)?.into_iter().map(str::to_string).collect::<Vec<_>>();
+        let at = lines.iter().position(|l| l.starts_with("server.modules = "))?;
+        let have: Vec<String> = modules_of(&lines[at])?.into_iter().map(str::to_string).collect();
+        let order = |m: &str| translate::conf::MODULES.iter().position(|(x, _)| *x == m);
+        let mut all = have.clone();
+        for m in needed {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+        }
+        if all.len() != have.len() {
+            // (a module the emitter does not know: not a splice)
+            let mut keyed: Vec<(usize, String)> =
+                all.into_iter().map(|m| Some((order(&m)?, m))).collect::<Option<_>>()?;
+            keyed.sort();
+            let list: Vec<String> = keyed.into_iter().map(|(_, m)| format!("\"{m}\"")).collect();
+            lines[at] = format!("server.modules = ( {} )", list.join(", "));
         }
     }
     let mut text = lines.join("\n");
@@ -498,25 +597,9 @@ fn splice_lanes(whole: &str, old: &str, new: &str) -> Option<String> {
     Some(text)
 }
 
-/// A lane's lines with the depth of each under its first (two spaces a level, as
-/// lane_block writes them).
-fn relative<'a>(lines: &[&'a str]) -> Vec<(usize, &'a str)> {
-    let mut depth = 0usize;
-    lines
-        .iter()
-        .map(|l| {
-            if *l == "}" {
-                depth = depth.saturating_sub(2);
-            }
-            let d = depth;
-            if l.ends_with('{') {
-                depth += 2;
-            }
-            (d, *l)
-        })
-        .collect()
-}
-
+/// The entries of a lighten_htaccess.lua `files` table: its text before them, each entry's
+/// line by its file's path, and the text after them. `None` when an entry's path is
+/// escaped (its order in the table could then differ from the generator's).
 fn table_parts(text: &str) -> Option<(&str, BTreeMap<&str, &str>, &str)> {
     const OPEN: &str = "  files = {\n";
     const CLOSE: &str = "  },\n";
@@ -601,7 +684,7 @@ fn restat_table(whole: &str, changed: &[PathBuf]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{splice_lanes, splice_table};
+    use super::{splice_hosts, splice_table};
     use std::path::PathBuf;
 
     fn table(files: &[(&str, &str)]) -> String {
@@ -612,32 +695,69 @@ mod tests {
         s + "  },\n}\n"
     }
 
+    /// A host's block as translate::conf writes it, at `indent`.
+    fn host(title: &str, inner: &str, indent: &str) -> String {
+        let mut s = format!("{indent}# {title}\n{indent}server.document-root = \"/srv/{title}\"\n");
+        for l in inner.lines() {
+            s.push_str(&format!("{indent}{l}\n"));
+        }
+        s
+    }
+
     #[test]
-    fn a_sites_static_lane_is_replaced_in_the_whole_conf() {
-        let lane = |title: &str, url: &str, indent: &str| {
+    fn a_sites_host_blocks_are_replaced_in_the_whole_conf() {
+        let lane = |url: &str| {
+            format!("$HTTP[\"url\"] =~ {url} {{\n  $HTTP[\"host\"] =~ \"h\" {{\n    x = 1\n  }}\n}}\n")
+        };
+        let auth =
+            "auth.backend = \"htpasswd\"\n$HTTP[\"url\"] =~ \"^/a(?:/|$)\" {\n  auth.require = ( )\n}\n";
+        let modules = |m: &str| format!("server.modules = ( \"mod_access\", {m}\"mod_magnet\" )\n");
+        let modules_whole = "server.modules = ( \"mod_access\", \"mod_magnet\", \"mod_rewrite\" )\n";
+        // A site converted alone: its one host at the socket's level.
+        let site = |m: &str, inner: &str| {
             format!(
-                "{indent}# The static lane of {title}: on.\n{indent}# In it: /\n{indent}$HTTP[\"url\"] =~ {url} {{\n{indent}  $HTTP[\"host\"] =~ \"h\" {{\n{indent}    x = 1\n{indent}  }}\n{indent}}}\n"
+                "{}$SERVER[\"socket\"] == \"x\" {{\n{}}}\n",
+                modules(m),
+                host("vhost s (f:1)", inner, "  ")
             )
         };
-        let site = |url: &str| format!("a = 1\n{}b = 2\n", lane("vhost s (f:1)", url, "  "));
-        let whole = format!(
-            "a = 1\n{}{}{}b = 2\n",
-            lane("vhost r (f:9)", "\"^/\"", "    "),
-            lane("vhost s (f:1)", "\"^/\"", "    "),
-            lane("vhost s2 (f:5)", "\"^/\"", "    ")
-        );
-        let spliced = splice_lanes(&whole, &site("\"^/\""), &site("\"^/(?!x/)\"")).unwrap();
+        let whole = |inner: &str, m: &str| {
+            format!(
+                "{m}$SERVER[\"socket\"] == \"x\" {{\n  $HTTP[\"host\"] =~ \"r\" {{\n{}  }}\n  else $HTTP[\"host\"] =~ \"s\" {{\n{}  }}\n  else {{\n{}  }}\n}}\n",
+                host("vhost r (f:9)", &lane("\"^/\""), "    "),
+                host("vhost s (f:1)", inner, "    "),
+                host("vhost r (f:9)", &lane("\"^/\""), "    "),
+            )
+        };
+        // the lane changes
+        let (old, new) = (lane("\"^/\""), lane("\"^/(?!x/)\""));
+        let spliced = splice_hosts(&whole(&old, modules_whole), &site("", &old), &site("", &new)).unwrap();
+        assert_eq!(spliced, whole(&new, modules_whole));
+        // a password area comes, and with it the modules it needs (in the emitter's order)
+        let with_auth = format!("{old}{auth}");
+        let spliced = splice_hosts(
+            &whole(&old, modules_whole),
+            &site("", &old),
+            &site("\"mod_auth\", \"mod_authn_file\", ", &with_auth),
+        )
+        .unwrap();
         assert_eq!(
             spliced,
-            format!(
-                "a = 1\n{}{}{}b = 2\n",
-                lane("vhost r (f:9)", "\"^/\"", "    "),
-                lane("vhost s (f:1)", "\"^/(?!x/)\"", "    "),
-                lane("vhost s2 (f:5)", "\"^/\"", "    ")
+            whole(
+                &with_auth,
+                "server.modules = ( \"mod_access\", \"mod_magnet\", \"mod_auth\", \"mod_authn_file\", \"mod_rewrite\" )\n"
             )
         );
+        // The other host's blocks (its own, and the port's default `else`) are as they were.
+        assert_eq!(spliced.matches("# vhost r (f:9)").count(), 2);
         // anything else changed: not a splice
-        assert_eq!(splice_lanes(&whole, &site("\"^/\""), &site("\"^/x\"").replace("b = 2", "b = 3")), None);
+        let other = site("", &new).replace("$SERVER[\"socket\"] == \"x\"", "$SERVER[\"socket\"] == \"y\"");
+        assert_eq!(splice_hosts(&whole(&old, modules_whole), &site("", &old), &other), None);
+        // the whole file's block is not the one the site's conversion made before
+        assert_eq!(splice_hosts(&whole(auth, modules_whole), &site("", &old), &site("", &new)), None);
+        // a block that is not in the whole file
+        let elsewhere = |inner: &str| site("", inner).replace("vhost s (f:1)", "vhost t (f:2)");
+        assert_eq!(splice_hosts(&whole(&old, modules_whole), &elsewhere(&old), &elsewhere(&new)), None);
     }
 
     #[test]
