@@ -81,16 +81,36 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 /// port twice in one process: the kernel may hand a just-released port out again, and
 /// two listeners of one sandbox on one port stop Apache ("Cannot define multiple
 /// Listeners on the same IP:port", seen in CI).
+///
+/// Taken below the kernel's ephemeral range (`ip_local_port_range`), at random: a port
+/// the kernel chose for `bind(0)` is one it also gives the client side of outgoing
+/// connections, and the tests open thousands to loopback, so a server could find its
+/// port taken by a client socket ("can't bind to socket: Address already in use", seen
+/// once in a full test run).
 pub fn free_port() -> io::Result<u16> {
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    for _ in 0..64 {
-        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let port = l.local_addr()?.port();
-        if !given.contains(&port) {
-            given.push(port);
-            return Ok(port);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    // 10,000 ports below it (or from 1,024 when the range starts low).
+    let (from, to) = (low.saturating_sub(10_000).max(1024), low.max(1025));
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64)
+        ^ ((std::process::id() as u64) << 32);
+    for _ in 0..256 {
+        // xorshift64: a different order in each process
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let port = (from + (x % u64::from(to - from)) as u32) as u16;
+        if given.contains(&port) || std::net::TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
         }
+        given.push(port);
+        return Ok(port);
     }
     Err(io::Error::new(io::ErrorKind::AddrInUse, "no loopback port left that this process has not used"))
 }

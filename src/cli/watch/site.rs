@@ -58,6 +58,13 @@ impl Base {
 /// to the whole conversion that follows (the reports).
 const SAFETY_NET: &str = "lua/lighten_htaccess.lua";
 const IDENTITY: &str = "lua/lighten_output.lua";
+
+/// What a site-only step writes: the files (the identity last), and each Lua file of the
+/// output with its digest once they are written (kept in [`Base`] after the write).
+struct Put {
+    files: Vec<(PathBuf, String)>,
+    lua: Vec<(PathBuf, u64)>,
+}
 use crate::watch::REPORTS;
 
 /// Whether `rel` is one of the reports (written by whole conversions only).
@@ -90,11 +97,11 @@ impl Job {
         match crate::model::reread(&mut base.cfg, &mut base.model, changed) {
             Reread::Whole(why) => return Err(why),
             Reread::Same => {
-                let files = self.restat(base, changed)?;
+                let put = self.restat(base, changed)?;
                 record.convert_ms = ms(t0.elapsed());
-                if !files.is_empty() {
-                    self.write(base, &files)?;
-                    record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
+                if !put.files.is_empty() {
+                    record.written = put.files.iter().map(|(rel, _)| rel.display().to_string()).collect();
+                    self.write(base, put)?;
                     record.reload = self.reload(false);
                     record.outcome = Outcome::Converted;
                     record.reason = Some(
@@ -242,14 +249,14 @@ impl Job {
         record.findings = watch::htaccess_errors(&base.cfg, changed);
         record.findings.extend(watch::findings_in(&new.report, changed));
         let inexact = new.report.inexact();
-        let files = self.splice(base, &old, &new, table_paths)?;
+        let put = self.splice(base, &old, &new, table_paths)?;
         let done = |mut record: Record, outcome: Outcome, reason: Option<String>| {
             record.outcome = outcome;
             record.reason = reason;
             record.enforce_ms = ms(t0.elapsed());
             record
         };
-        if files.is_empty() {
+        if put.files.is_empty() {
             let record = done(record, Outcome::Unchanged, None);
             return Ok(Step { record, watched: None, inexact, base: None });
         }
@@ -257,25 +264,23 @@ impl Job {
             return Err("--strict, and some directives are not exact".into());
         }
         // The same checks as a whole step's, on the site's own conversion.
-        self.check_staged(&new, &files)?;
+        self.check_staged(&new, &put.files)?;
         let checked = self.check_answers(&base.cfg, after, &record.changed, false)?;
         record.checked = checked;
-        self.write(base, &files)?;
-        record.written = files.iter().map(|(rel, _)| rel.display().to_string()).collect();
-        // (a static lane changed in lighttpd.conf: lighttpd reads it again)
-        let restart = files.iter().any(|(rel, _)| rel.as_os_str() == "lighttpd.conf");
+        record.written = put.files.iter().map(|(rel, _)| rel.display().to_string()).collect();
+        // (the site's blocks changed in lighttpd.conf: lighttpd reads it again)
+        let restart = put.files.iter().any(|(rel, _)| rel.as_os_str() == "lighttpd.conf");
+        self.write(base, put)?;
         record.reload = self.reload(restart);
         let record = done(record, Outcome::Converted, None);
         Ok(Step { record, watched: None, inexact, base: None })
     }
 
-    /// Writes `files` (the identity last) and keeps their digests.
-    fn write(&self, base: &mut Base, files: &[(PathBuf, String)]) -> Result<(), String> {
-        crate::plan::apply(&self.out_dir, files)
+    /// Writes the files (the identity last) and keeps the output's digests.
+    fn write(&self, base: &mut Base, put: Put) -> Result<(), String> {
+        crate::plan::apply(&self.out_dir, &put.files)
             .map_err(|e| format!("writing {}: {e:#}", self.out_dir.display()))?;
-        if let Some(lua) = digests_with(&base.lua, files, &self.out_dir) {
-            base.lua = lua;
-        }
+        base.lua = put.lua;
         Ok(())
     }
 
@@ -317,13 +322,14 @@ impl Job {
         old: &Conversion,
         new: &Conversion,
         changed: &[PathBuf],
-    ) -> Result<Vec<(PathBuf, String)>, String> {
+    ) -> Result<Put, String> {
         let old_files: BTreeMap<&PathBuf, &String> = old.files.iter().map(|(p, t)| (p, t)).collect();
         let new_files: BTreeMap<&PathBuf, &String> = new.files.iter().map(|(p, t)| (p, t)).collect();
         let on_disk = |rel: &Path| std::fs::read_to_string(self.out_dir.join(rel)).ok();
         let mut out = Vec::new();
         let mut table = None;
         let mut conf = None;
+        let mut realm = None;
         for rel in old_files.keys().chain(new_files.keys()).collect::<std::collections::BTreeSet<_>>() {
             let (o, n) = (old_files.get(rel).copied(), new_files.get(rel).copied());
             let name = rel.to_string_lossy();
@@ -356,15 +362,18 @@ impl Job {
                 continue;
             }
             if *rel == &Path::new("lua").join(translate::conf::REALM_FILE) {
-                // The raw-URL script every password area names, the same for all: written
-                // with the first area, left with the last (the confirming whole
-                // conversion removes it).
-                match (n, on_disk(rel)) {
-                    (None, _) => {}
-                    (Some(n), Some(d)) if d == *n => {}
-                    (Some(n), None) => out.push(((*rel).clone(), n.clone())),
-                    (Some(_), Some(_)) => return Err(format!("{name} in the output is another")),
+                // The raw-URL script every password area names, the same for all, which the
+                // site's first password area brings (written unless the output holds it:
+                // a whole conversion leaves the files it no longer makes). Whether the
+                // output still needs it when the site's last area goes depends on the
+                // other sites: a whole step.
+                let Some(n) = n else {
+                    return Err(format!("{name} goes with the site's last password area"));
+                };
+                if on_disk(rel).as_deref() != Some(n.as_str()) {
+                    out.push(((*rel).clone(), n.clone()));
                 }
+                realm = Some(((*rel).clone(), n.clone()));
                 continue;
             }
             let (Some(o), Some(n)) = (o, n) else {
@@ -383,46 +392,48 @@ impl Job {
             out.push(((*rel).clone(), n.clone()));
         }
         if out.is_empty() && table.is_none() && conf.is_none() {
-            return Ok(out);
+            return Ok(Put { files: out, lua: base.lua.clone() });
         }
         out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
         out.extend(conf.map(|t| (PathBuf::from("lighttpd.conf"), t)));
-        self.with_identity(base, out)
+        self.with_identity(base, out, realm)
     }
 
-    /// `files` followed by the output's new identity: the kept digests, those of the
-    /// files replaced recomputed.
+    /// `files` followed by the output's new identity, from the kept digests: those of the
+    /// files replaced recomputed, and `realm` (lua/realm.lua and its text, when the new
+    /// conversion has it) among them, whether it is written or already there.
     fn with_identity(
         &self,
         base: &Base,
         mut files: Vec<(PathBuf, String)>,
-    ) -> Result<Vec<(PathBuf, String)>, String> {
-        let id_of = |files: &[(PathBuf, String)]| {
-            digests_with(&base.lua, files, &self.out_dir)
-                .map(|l| translate::output_id_of(l.into_iter().map(|(_, d)| d)))
-        };
+        realm: Option<(PathBuf, String)>,
+    ) -> Result<Put, String> {
         let identity = PathBuf::from(IDENTITY);
         let now = std::fs::read_to_string(self.out_dir.join(&identity)).ok();
-        if now.as_deref() != id_of(&[]).map(|id| translate::conf::output_file(&id)).as_deref() {
+        let kept = translate::output_id_of(base.lua.iter().map(|(_, d)| *d));
+        if now.as_deref() != Some(translate::conf::output_file(&kept).as_str()) {
             return Err("the output is not the one watch wrote last".into());
         }
-        let id = id_of(&files).ok_or("a new Lua file has no place in the output's order")?;
+        let counted: Vec<(PathBuf, String)> = files.iter().cloned().chain(realm).collect();
+        let lua = digests_with(&base.lua, &counted, &self.out_dir)
+            .ok_or("a new Lua file has no place in the output's order")?;
+        let id = translate::output_id_of(lua.iter().map(|(_, d)| *d));
         files.push((identity, translate::conf::output_file(&id)));
-        Ok(files)
+        Ok(Put { files, lua })
     }
 
     /// The same per-directory files saved again (or a folder without any made): the
     /// safety net's table takes their new size and time, if they changed.
-    fn restat(&self, base: &Base, changed: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, String> {
+    fn restat(&self, base: &Base, changed: &[PathBuf]) -> Result<Put, String> {
         let rel = PathBuf::from(SAFETY_NET);
         let whole =
             std::fs::read_to_string(self.out_dir.join(&rel)).map_err(|e| format!("{SAFETY_NET}: {e}"))?;
         let table =
             restat_table(&whole, changed).ok_or(format!("{SAFETY_NET}: an entry cannot be read again"))?;
         if table == whole {
-            return Ok(Vec::new());
+            return Ok(Put { files: Vec::new(), lua: base.lua.clone() });
         }
-        self.with_identity(base, vec![(rel, table)])
+        self.with_identity(base, vec![(rel, table)], None)
     }
 }
 
@@ -525,10 +536,9 @@ fn modules_of(line: &str) -> Option<Vec<&str>> {
 /// each block of the site in `whole` is as it was in `old` (the same vhost may have
 /// more than one: the default `else` of its port, the IPv4 copy of an IPv6 listener).
 /// A module the new blocks need is added to `whole`'s list, in the emitter's order
-/// (`translate::conf::MODULES`); one no longer needed stays until the whole conversion
-/// that confirms the step. What lighttpd.conf says of a host is the host's block alone:
-/// its static lane (`translate::lane`), its password areas (`translate::realms`), its
-/// PHP and its log.
+/// (`translate::conf::MODULES`); blocks that need fewer modules are not a splice. What
+/// lighttpd.conf says of a host is the host's block alone: its static lane
+/// (`translate::lane`), its password areas (`translate::realms`), its PHP and its log.
 fn splice_hosts(whole: &str, old: &str, new: &str) -> Option<String> {
     let (ol, nl): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
     let (ob, nb) = (host_bodies(&ol), host_bodies(&nl));
@@ -548,10 +558,20 @@ fn splice_hosts(whole: &str, old: &str, new: &str) -> Option<String> {
         return None;
     }
     let mut lines: Vec<String> = whole.lines().map(str::to_string).collect();
+    // (a vhost's block can be in the site's own conversion more than once too: the IPv4
+    // copy of an IPv6 listener; its first one replaces them all)
+    let mut replaced: Vec<(&HostBody, &HostBody)> = Vec::new();
     for (o, n) in ob.iter().zip(&nb) {
         if o.lines == n.lines {
             continue;
         }
+        if let Some((po, pn)) = replaced.iter().find(|(po, _)| po.title == o.title) {
+            if po.lines != o.lines || pn.lines != n.lines {
+                return None;
+            }
+            continue;
+        }
+        replaced.push((o, n));
         let now: Vec<&str> = lines.iter().map(String::as_str).collect();
         let found: Vec<(usize, usize, usize)> = host_bodies(&now)
             .into_iter()
@@ -572,6 +592,11 @@ fn splice_hosts(whole: &str, old: &str, new: &str) -> Option<String> {
         |ls: &[&str]| ls.iter().find(|l| l.starts_with("server.modules = ")).map(|l| l.to_string());
     if module_line(&ol) != module_line(&nl) {
         let needed = modules_of(&module_line(&nl)?)?.into_iter().map(str::to_string).collect::<Vec<_>>();
+        // A module the site's blocks no longer need may be another site's: whether the
+        // output still loads it is the whole conversion's to say.
+        if modules_of(&module_line(&ol)?)?.iter().any(|m| !needed.iter().any(|x| x == m)) {
+            return None;
+        }
         let at = lines.iter().position(|l| l.starts_with("server.modules = "))?;
         let have: Vec<String> = modules_of(&lines[at])?.into_iter().map(str::to_string).collect();
         let order = |m: &str| translate::conf::MODULES.iter().position(|(x, _)| *x == m);
@@ -748,8 +773,26 @@ mod tests {
                 "server.modules = ( \"mod_access\", \"mod_magnet\", \"mod_auth\", \"mod_authn_file\", \"mod_rewrite\" )\n"
             )
         );
+        // the site's last password area goes: whether mod_auth stays is not the site's to say
+        assert_eq!(
+            splice_hosts(&spliced, &site("\"mod_auth\", \"mod_authn_file\", ", &with_auth), &site("", &old)),
+            None
+        );
         // The other host's blocks (its own, and the port's default `else`) are as they were.
         assert_eq!(spliced.matches("# vhost r (f:9)").count(), 2);
+        // The site's own conversion with its block twice (the IPv4 copy of an IPv6
+        // listener): both copies in the whole file are replaced, once.
+        let twice = |inner: &str| {
+            let one = site("", inner);
+            let socket = one.split_once('\n').unwrap().1.to_string();
+            format!("{one}{}", socket.replace("\"x\"", "\"x4\""))
+        };
+        let whole_twice = |inner: &str| {
+            let w = whole(inner, modules_whole);
+            let socket = w.split_once('\n').unwrap().1.to_string();
+            format!("{w}{}", socket.replace("\"x\"", "\"x4\""))
+        };
+        assert_eq!(splice_hosts(&whole_twice(&old), &twice(&old), &twice(&new)).unwrap(), whole_twice(&new));
         // anything else changed: not a splice
         let other = site("", &new).replace("$SERVER[\"socket\"] == \"x\"", "$SERVER[\"socket\"] == \"y\"");
         assert_eq!(splice_hosts(&whole(&old, modules_whole), &site("", &old), &other), None);
