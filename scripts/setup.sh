@@ -5,14 +5,15 @@
 # generated configurations load (mod_deflate, mod_openssl; see conf::MODULES, held to this
 # list by a tidy test), Debian's self-signed certificate (ssl-cert: the stand-in server
 # configs name it), PHP through FastCGI, the Lua compiler used to check generated scripts,
-# ab/htpasswd, and systemd (its systemd-analyze checks the service units convert writes;
-# nothing here runs systemd as a service manager).  Services are not
+# ab/htpasswd, systemd (its systemd-analyze checks the service units convert writes;
+# nothing here runs systemd as a service manager), and ansible-core (the documentation
+# test runs docs/batch.md's playbook).  Services are not
 # started while installing (a temporary policy-rc.d refuses it); lighten starts its own
 # sandboxed servers on loopback and never uses the system ones.  A Rust toolchain is
 # installed with rustup when cargo is missing.
 set -eu
 
-PACKAGES="apache2 apache2-utils systemd lighttpd lighttpd-modules-lua lua-rex-pcre2 lighttpd-mod-openssl lighttpd-mod-deflate ssl-cert php-cgi php-fpm lua5.4 openssl ca-certificates curl wrk"
+PACKAGES="apache2 apache2-utils systemd lighttpd lighttpd-modules-lua lua-rex-pcre2 lighttpd-mod-openssl lighttpd-mod-deflate ssl-cert php-cgi php-fpm lua5.4 openssl ca-certificates curl wrk ansible-core"
 
 missing=""
 for p in $PACKAGES; do

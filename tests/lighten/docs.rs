@@ -338,3 +338,73 @@ fn the_shell_words_of_a_documented_line() {
         Some(vec!["--out".to_string(), "--jobs".to_string(), "--listen".to_string()])
     );
 }
+
+/// docs/batch.md's first playbook, as written, with this machine as the one web server
+/// and the Plesk fixture as its accounts (`--sysroot`, through the playbook's
+/// `lighten_flags`); the install task (a .deb from the admin's mirror) is skipped by its
+/// tag. Every task must run: the batch (exit 2: an account broken here stays on Apache),
+/// the list of those accounts, and `lighttpd -tt` of the combined configuration.
+#[test]
+fn the_ansible_playbook_runs_as_written() {
+    if !servers_present() {
+        return;
+    }
+    if std::process::Command::new("ansible-playbook").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "ansible-core must be installed (scripts/setup.sh)");
+        return;
+    }
+    let text = std::fs::read_to_string("docs/batch.md").unwrap();
+    let start = text.find("```yaml\n").expect("a yaml block in docs/batch.md") + "```yaml\n".len();
+    let playbook = &text[start..start + text[start..].find("```").unwrap()];
+    assert!(playbook.contains("tags: install"), "{playbook}");
+    // (open_copy puts the lighten binary beside the copy: the playbook finds it on PATH)
+    let (tmp, site) = crate::helpers::open_copy("plesk");
+    std::fs::write(tmp.path().join("lighten.yml"), playbook).unwrap();
+    std::fs::write(
+        tmp.path().join("inventory"),
+        "[webservers]\nlocalhost ansible_connection=local ansible_python_interpreter=/usr/bin/python3\n",
+    )
+    .unwrap();
+    // One account Apache would refuse to start with (a section never closed): it stays
+    // on Apache, and the playbook lists it.
+    let broken = site.join("var/www/vhosts/system/static.example/conf/vhost.conf");
+    let text = std::fs::read_to_string(&broken).unwrap_or_default();
+    std::fs::write(&broken, text + "\n<Directory /nowhere>\n").unwrap();
+    let out = tmp.path().join("out");
+    // (the playbook's become: root already, or the test's own user: no sudo asked)
+    let vars = serde_json::json!({
+        "vhosts": site.join("var/www/vhosts"),
+        "out": out,
+        "lighten_flags": ["--sysroot", site],
+        "ansible_become": false,
+    });
+    let path = format!("{}:{}", tmp.path().display(), std::env::var("PATH").unwrap_or_default());
+    let run = std::process::Command::new("ansible-playbook")
+        .args(["-i", "inventory", "lighten.yml", "--skip-tags", "install", "-e"])
+        .arg(vars.to_string())
+        .current_dir(tmp.path())
+        .env("PATH", path)
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_LOCAL_TEMP", tmp.path().join("ansible-tmp"))
+        .env("ANSIBLE_HOME", tmp.path().join("ansible-home"))
+        .output()
+        .unwrap();
+    let log = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{log}");
+    assert!(log.contains("ok=4") && log.contains("failed=0") && log.contains("skipped=0"), "{log}");
+    // The account that stays on Apache is named; the combined configuration is there.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("batch-summary.json")).unwrap()).unwrap();
+    let stays: Vec<&str> = summary["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["status"] == "failed")
+        .map(|a| a["domain"].as_str().unwrap())
+        .collect();
+    assert_eq!(stays, ["static.example"], "{summary}");
+    let listed =
+        log.split("TASK [Accounts that stay on Apache").nth(1).and_then(|t| t.split("TASK [").next());
+    assert!(listed.is_some_and(|t| t.contains("\"static.example\"")), "not listed by the playbook:\n{log}");
+    assert!(out.join("lighttpd.conf").exists());
+}
