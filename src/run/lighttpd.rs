@@ -196,7 +196,7 @@ impl RunningLighttpd {
             signal(self.child.id(), libc::SIGINT);
             let deadline = Instant::now() + wait;
             while Instant::now() < deadline && self.child.exited().is_none() {
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(WAKE);
                 // Wakes its event loop, which may otherwise sleep a second before it
                 // sees its last connection gone (as in [`graceful_restart`]).
                 signal(self.child.id(), libc::SIGCHLD);
@@ -421,7 +421,8 @@ pub fn running_from(conf: &Path, pid_file: &Path) -> Option<u32> {
     (is_lighttpd && with_conf).then_some(pid)
 }
 
-/// How often [`graceful_restart`] wakes lighttpd's event loop while it drains.
+/// How often [`graceful_restart`] and [`RunningLighttpd::stop`] wake lighttpd's event loop
+/// while it drains.
 const WAKE: Duration = Duration::from_millis(10);
 
 /// Whether a graceful restart asked of `pid` was seen through: its error log says

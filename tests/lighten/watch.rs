@@ -68,6 +68,14 @@ fn wordpress_conversion() -> (tempfile::TempDir, PathBuf, PathBuf, u16, Vec<Stri
     (tmp, site, out, port, args.to_vec())
 }
 
+/// The running converted site's answer to `METHOD PATH` with `Host: example.test` (the
+/// site of [`wordpress_conversion`]).
+fn ask(port: u16, method: &str, path: &str) -> lighten::run::http::HttpResponse {
+    let req = lighten::eval::request::parse_file(&format!("{method} {path}\n")).unwrap().remove(0);
+    let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
+    verify::send(port, false, &sent).unwrap()
+}
+
 /// `lighten convert ARGS`, then lighttpd started with the printed run: line, listening on
 /// `port`: the converted site as an admin starts it.
 fn serve_converted(args: &[&str], port: u16) -> (crate::helpers::Output, Group) {
@@ -403,11 +411,7 @@ fn a_change_watch_refuses_leaves_the_safety_net_answering_503() {
     let (_watch, rx) = watching(&args, &["--strict"]);
     assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap()["outcome"], "unchanged");
     let css = "/wp-content/themes/twentytwentyfour/style.css";
-    let get = |path: &str| {
-        let req = lighten::eval::request::parse_file(&format!("GET {path}\n")).unwrap().remove(0);
-        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
-        verify::send(port, false, &sent).unwrap().status
-    };
+    let get = |path: &str| ask(port, "GET", path).status;
     assert_eq!(get(css), 200);
     // A directive the translation does not carry exactly (Header edit): --strict refuses
     // the change, the output in force stays, and its safety net refuses what meets it.
@@ -632,11 +636,7 @@ fn a_symbolic_link_made_while_watched_is_taken_in() {
     let (_watch, rx) = watching(&args, &[]);
     let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert_eq!(first["outcome"], "converted", "{first}");
-    let get = |path: &str| {
-        let req = lighten::eval::request::parse_file(&format!("GET {path}\n")).unwrap().remove(0);
-        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
-        verify::send(port, false, &sent).unwrap().status
-    };
+    let get = |path: &str| ask(port, "GET", path).status;
     assert_eq!(get("/private/a.png"), 403);
     assert!(std::fs::read_to_string(out.join(".watching.conf")).unwrap().contains("lighten_lane := \"\""));
     let link = html.join("wp-content/themes/lnk");
@@ -669,11 +669,6 @@ fn the_static_lane_serves_alone_only_while_watched() {
             std::fs::write(&p, "return 599\n").unwrap();
         }
     }
-    let ask = |method: &str, path: &str| {
-        let req = lighten::eval::request::parse_file(&format!("{method} {path}\n")).unwrap().remove(0);
-        let sent = verify::Sent::new(&req, "example.test", vec![("Host".into(), "example.test".into())]);
-        verify::send(port, false, &sent).unwrap()
-    };
     let css = "/wp-content/themes/twentytwentyfour/style.css";
     let restart = || {
         let pid =
@@ -687,10 +682,10 @@ fn the_static_lane_serves_alone_only_while_watched() {
         .unwrap();
         assert!(matches!(done, lighten::run::lighttpd::Restart::Done));
     };
-    assert_eq!(ask("GET", css).status, 599, "off: the Lua decides");
+    assert_eq!(ask(port, "GET", css).status, 599, "off: the Lua decides");
     std::fs::write(out.join(".watching.conf"), lighten::translate::lane::WATCHING_TEXT).unwrap();
     restart();
-    let a = ask("GET", css);
+    let a = ask(port, "GET", css);
     assert_eq!(a.status, 200, "on: lighttpd alone");
     assert_eq!(a.header("content-type"), Some("text/css"), "{:?}", a.headers);
     let file = std::fs::read(site.join("var/www/html").join(&css[1..])).unwrap();
@@ -702,9 +697,9 @@ fn the_static_lane_serves_alone_only_while_watched() {
         ("GET", "/wp-content/themes%2Ftwentytwentyfour/style.css"),
         ("GET", "/wp-content/themes/twentytwentyfour/style.css/x.css"),
     ] {
-        assert_eq!(ask(method, path).status, 599, "{method} {path}: the Lua's");
+        assert_eq!(ask(port, method, path).status, 599, "{method} {path}: the Lua's");
     }
     std::fs::remove_file(out.join(".watching.conf")).unwrap();
     restart();
-    assert_eq!(ask("GET", css).status, 599, "off again");
+    assert_eq!(ask(port, "GET", css).status, 599, "off again");
 }

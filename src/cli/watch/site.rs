@@ -396,7 +396,8 @@ impl Job {
         }
         out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
         out.extend(conf.map(|t| (PathBuf::from("lighttpd.conf"), t)));
-        self.with_identity(base, out, realm)
+        let order: Vec<&PathBuf> = new.files.iter().map(|(r, _)| r).collect();
+        self.with_identity(base, out, realm, &order)
     }
 
     /// `files` followed by the output's new identity, from the kept digests: those of the
@@ -407,6 +408,7 @@ impl Job {
         base: &Base,
         mut files: Vec<(PathBuf, String)>,
         realm: Option<(PathBuf, String)>,
+        order: &[&PathBuf],
     ) -> Result<Put, String> {
         let identity = PathBuf::from(IDENTITY);
         let now = std::fs::read_to_string(self.out_dir.join(&identity)).ok();
@@ -415,7 +417,7 @@ impl Job {
             return Err("the output is not the one watch wrote last".into());
         }
         let counted: Vec<(PathBuf, String)> = files.iter().cloned().chain(realm).collect();
-        let lua = digests_with(&base.lua, &counted, &self.out_dir)
+        let lua = digests_with(&base.lua, &counted, order, &self.out_dir)
             .ok_or("a new Lua file has no place in the output's order")?;
         let id = translate::output_id_of(lua.iter().map(|(_, d)| *d));
         files.push((identity, translate::conf::output_file(&id)));
@@ -433,7 +435,7 @@ impl Job {
         if table == whole {
             return Ok(Put { files: Vec::new(), lua: base.lua.clone() });
         }
-        self.with_identity(base, vec![(rel, table)], None)
+        self.with_identity(base, vec![(rel, table)], None, &[])
     }
 }
 
@@ -459,28 +461,34 @@ fn site_vhosts(model: &Model, hit: &[usize]) -> Vec<usize> {
 }
 
 /// The output's Lua files and their digests, in the output's order, once `files` are
-/// written: the digest of each replaced recomputed, and lua/realm.lua, which the first
-/// password area brings, in its place (before lua/lighten_mime.lua, as
-/// `translate::convert` orders them). `None` when a new Lua file has no known place.
+/// written: the digest of each replaced recomputed, and a Lua file the output did not
+/// count yet (lua/realm.lua, which the first password area brings) in its place: before
+/// the first file that follows it in `order` (the new conversion's files, in the order
+/// `translate::convert` writes every output's) and is counted. `None` when a new Lua
+/// file is not in `order`.
 fn digests_with(
     kept: &[(PathBuf, u64)],
     files: &[(PathBuf, String)],
+    order: &[&PathBuf],
     out_dir: &Path,
 ) -> Option<Vec<(PathBuf, u64)>> {
     let mut lua = kept.to_vec();
-    let realm = Path::new("lua").join(translate::conf::REALM_FILE);
     for (rel, text) in files.iter().filter(|(r, _)| r.extension().is_some_and(|e| e == "lua")) {
-        let d = translate::lua_digest(rel, text, out_dir);
-        match lua.iter_mut().find(|(r, _)| r == rel) {
-            Some(slot) => slot.1 = d,
-            None if *rel == realm => {
-                let at = lua.iter().position(|(r, _)| r == Path::new("lua/lighten_mime.lua"))?;
-                lua.insert(at, (rel.clone(), d));
-            }
-            // (lighten_output.lua, the identity itself, is not among them)
-            None if rel == Path::new(IDENTITY) => {}
-            None => return None,
+        // (lighten_output.lua, the identity itself, is not among them)
+        if rel == Path::new(IDENTITY) {
+            continue;
         }
+        let d = translate::lua_digest(rel, text, out_dir);
+        if let Some(slot) = lua.iter_mut().find(|(r, _)| r == rel) {
+            slot.1 = d;
+            continue;
+        }
+        let after = order.iter().position(|r| *r == rel)?;
+        let at = order[after + 1..]
+            .iter()
+            .find_map(|next| lua.iter().position(|(r, _)| r == *next))
+            .unwrap_or(lua.len());
+        lua.insert(at, (rel.clone(), d));
     }
     Some(lua)
 }
