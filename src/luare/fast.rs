@@ -164,36 +164,10 @@ fn shaped(pattern: &str, opts: &Options) -> Option<Fast> {
                 GroupKind::NonCapture if parsed.groups == 0 => 0,
                 _ => return None,
             };
-            let alts: Vec<&Node> = match &g.body {
-                Node::Alt(v) => v.iter().collect(),
-                other => vec![other],
-            };
             let mut ci = None;
-            let mut out = Vec::new();
-            for a in alts {
-                let bytes: Vec<&Node> = match a {
-                    Node::Concat(v) => v.iter().collect(),
-                    Node::Literal { .. } => vec![a],
-                    _ => return None,
-                };
-                let mut lit = Vec::new();
-                for b in bytes {
-                    let Node::Literal { byte, caseless } = b else { return None };
-                    if !byte.is_ascii() {
-                        return None;
-                    }
-                    if byte.is_ascii_alphabetic() {
-                        // Every letter compared the same way, or no fast path.
-                        if *ci.get_or_insert(*caseless) != *caseless {
-                            return None;
-                        }
-                    }
-                    lit.push(*byte);
-                }
-                if lit.is_empty() {
-                    return None;
-                }
-                out.push(lit);
+            let mut out = alternatives(&g.body, &mut ci)?;
+            if out.iter().any(Vec::is_empty) {
+                return None;
             }
             let ci = ci.unwrap_or(false);
             if ci {
@@ -205,6 +179,96 @@ fn shaped(pattern: &str, opts: &Options) -> Option<Fast> {
         }
         _ => None,
     }
+}
+
+/// Whether a pattern matches, when that is a question of how the subject ends: any bytes
+/// (at least `min` of them), then one of `ends`, then the end (`.+\.ph(ar|p|tml)$`, the
+/// `<FilesMatch>` of Debian's PHP packages; `\.(gif|jpe?g)$` is not one, its `?` aside).
+/// Only for a yes or no: the captures are not worked out. `ci`: the literals are lower
+/// case, compare caselessly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ends {
+    pub min: usize,
+    pub ends: Vec<Vec<u8>>,
+    pub ci: bool,
+}
+
+/// The [`Ends`] shape of `pattern` under `opts`, if it has it.
+pub fn ends(pattern: &str, opts: &Options) -> Option<Ends> {
+    if !opts.dotall || !opts.dollar_endonly || opts.multiline || opts.extended {
+        return None;
+    }
+    let parsed = super::parser::parse(pattern, opts).ok()?;
+    let Node::Concat(items) = &parsed.root else { return None };
+    let (Node::Assert(Assertion::End), body) = items.split_last()? else { return None };
+    // What comes first: `^.*`, `^.+`, `.*` or `.+` (any byte, repeated without bound),
+    // or nothing before the literal part of an unanchored pattern.
+    let (min, rest) = match body {
+        [Node::Assert(Assertion::Start), Node::Repeat(r), rest @ ..] | [Node::Repeat(r), rest @ ..]
+            if r.max.is_none() && r.min <= 1 && r.node.single_byte().is_some_and(|s| s.is_full()) =>
+        {
+            (r.min as usize, rest)
+        }
+        [Node::Assert(_), ..] => return None,
+        rest => (0, rest),
+    };
+    // Then literal bytes, with at most one group of literal alternatives among them.
+    let mut ends: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut ci: Option<bool> = None;
+    let mut grouped = false;
+    for n in rest {
+        let tails = match n {
+            Node::Literal { .. } => alternatives(n, &mut ci)?,
+            Node::Group(g) if !grouped && matches!(g.kind, GroupKind::Capture(_) | GroupKind::NonCapture) => {
+                grouped = true;
+                alternatives(&g.body, &mut ci)?
+            }
+            _ => return None,
+        };
+        ends = ends
+            .iter()
+            .flat_map(|e| tails.iter().map(move |t| [e.as_slice(), t.as_slice()].concat()))
+            .collect();
+    }
+    if ends.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let ci = ci.unwrap_or(false);
+    if ci {
+        ends.iter_mut().for_each(|e| e.make_ascii_lowercase());
+    }
+    Some(Ends { min, ends, ci })
+}
+
+/// The literals `body` stands for: one, or one per alternative of an alternation of
+/// literals; ASCII only, and every letter compared the same way (`ci`, across calls).
+fn alternatives(body: &Node, ci: &mut Option<bool>) -> Option<Vec<Vec<u8>>> {
+    let alts: Vec<&Node> = match body {
+        Node::Alt(v) => v.iter().collect(),
+        other => vec![other],
+    };
+    let mut out = Vec::new();
+    for a in alts {
+        let bytes: Vec<&Node> = match a {
+            Node::Concat(v) => v.iter().collect(),
+            Node::Literal { .. } => vec![a],
+            _ => return None,
+        };
+        let mut lit = Vec::new();
+        for b in bytes {
+            let Node::Literal { byte, caseless } = b else { return None };
+            if !byte.is_ascii() {
+                return None;
+            }
+            // Every letter compared the same way, or no fast path.
+            if byte.is_ascii_alphabetic() && *ci.get_or_insert(*caseless) != *caseless {
+                return None;
+            }
+            lit.push(*byte);
+        }
+        out.push(lit);
+    }
+    Some(out)
 }
 
 /// A run of literal bytes: no metacharacter, and backslash only before punctuation
@@ -370,6 +434,53 @@ mod tests {
             }
         }
         assert!(checked > 500);
+    }
+
+    #[test]
+    fn ends_mean_what_pcre2_means() {
+        let patterns = [
+            ".+\\.ph(ar|p|tml)$",
+            "^.+\\.ph(ar|p|tml)$",
+            ".*\\.(?:gif|JPG)$",
+            "\\.(php|inc)$",
+            "^.*\\.bak$",
+            "x(a|b)y$",
+            ".+ht$",
+        ];
+        let subjects: [&[u8]; 16] = [
+            b"",
+            b".php",
+            b"a.php",
+            b"A.PHP",
+            b"a.phar",
+            b"x.phtml",
+            b"a.php\n",
+            b"\n.php",
+            b"a.php.txt",
+            b"c.gif",
+            b"c.jpg",
+            b"x.INC",
+            b".bak",
+            b"xay",
+            b"xby",
+            b"ht",
+        ];
+        let mut checked = 0;
+        for p in patterns {
+            for caseless in [false, true] {
+                let e = ends(p, &Options::apache(caseless)).unwrap_or_else(|| panic!("{p}: no ends shape"));
+                for s in subjects {
+                    let x = if e.ci { s.to_ascii_lowercase() } else { s.to_vec() };
+                    let ours = e.ends.iter().any(|l| x.len() >= l.len() + e.min && x.ends_with(l));
+                    assert_eq!(ours, pcre2(p, caseless, s).is_some(), "{p} [nc={caseless}] on {s:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 200);
+        for p in ["\\.(gif|jpe?g)$", "^x(a|b)$", "(a|b)(c|d)$", "\\.php", ".{2}x$", "(a|)$", "(?=a)b$"] {
+            assert_eq!(ends(p, &Options::apache(false)), None, "{p}");
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@
 //! This module does no I/O; the tests run lighten_re through `lua5.4`.
 
 mod ast;
-mod byteset;
+pub mod byteset;
 pub use byteset::ByteSet;
 pub mod fast;
 mod parser;

@@ -965,7 +965,7 @@ pub fn write(model: &Model, cfg: &Config, opts: &Options, site: &mut Site) -> Wr
             format!("{}/{}", opts.out_dir.display(), super::lane::WATCHING.replacen(".conf", "*.conf", 1));
         let _ = writeln!(out, "include {}", q(&pattern));
     }
-    let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in lighten.lua");
+    let _ = writeln!(out, "# DirectoryIndex and Options Indexes are decided in the Lua");
     let _ = writeln!(out, "dir-listing.activate = \"enable\"");
     let top_strict = strict_links(site, hosts.len());
     if top_strict {

@@ -22,6 +22,7 @@ pub mod logs;
 pub mod lua;
 pub mod realms;
 pub mod report;
+pub mod runtime;
 pub mod site;
 
 use crate::config::Config;
@@ -292,20 +293,22 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
     } else {
         drop(data);
     }
+    // The fixed runtime cut to the parts the compiled modules name (translate::runtime);
+    // the interpreter reads every part of lighten_plans.lua.
+    let words = runtime::words_of(compiled.iter().filter_map(|c| c.as_ref().ok()).map(|c| c.body.as_str()));
     if compiled.iter().any(Result::is_ok) {
+        files.push((lua_dir.join("lighten_core.lua"), runtime::cut(CORE, &runtime::needed(CORE, &words))));
+    }
+    // (PCRE2, for the interpreter and for a module with a pattern no plain test decides)
+    let bodies = || compiled.iter().filter_map(|c| c.as_ref().ok()).map(|c| c.body.as_str());
+    if interpreted || bodies().any(|b| b.contains("require(\"lighten_re\")")) {
         files.push((
-            lua_dir.join("lighten_core.lua"),
-            include_str!("../../templates/lua/lighten_core.lua").to_string(),
+            lua_dir.join("lighten_re.lua"),
+            include_str!("../../templates/lua/lighten_re.lua").to_string(),
         ));
     }
-    files.push((
-        lua_dir.join("lighten_re.lua"),
-        include_str!("../../templates/lua/lighten_re.lua").to_string(),
-    ));
-    files.push((
-        lua_dir.join("lighten_plans.lua"),
-        include_str!("../../templates/lua/lighten_plans.lua").to_string(),
-    ));
+    let plans = if interpreted { runtime::all(PLANS) } else { runtime::needed(PLANS, &words) };
+    files.push((lua_dir.join("lighten_plans.lua"), runtime::cut(PLANS, &plans)));
     if conf::uses_basic_auth(model) {
         files.push((lua_dir.join(conf::REALM_FILE), conf::realm_script(opts)));
     }
@@ -562,8 +565,14 @@ fn mime_text(path: &str, read: &str) -> String {
     )
 }
 
+/// The compiled tier's runtime, and what both tiers share: templates with optional parts
+/// ([`runtime`]).
+pub const CORE: &str = include_str!("../../templates/lua/lighten_core.lua");
+pub const PLANS: &str = include_str!("../../templates/lua/lighten_plans.lua");
+
 /// The fixed runtime of the interpreter and the compiled tier (templates/lua/): what only
-/// a new lighten changes.
+/// a new lighten changes (lighten_core.lua and lighten_plans.lua also with the parts the
+/// conversion's hosts use).
 pub const RUNTIME: [&str; 5] =
     ["lighten.lua", "lighten_rewrite.lua", "lighten_core.lua", "lighten_re.lua", "lighten_plans.lua"];
 

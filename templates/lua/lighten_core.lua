@@ -1,26 +1,18 @@
--- lighten_core.lua: the fixed part of a compiled site, for lighttpd's mod_magnet.
+-- lighten_core.lua: what every compiled site shares, for lighttpd's mod_magnet.
 --
--- Fixed text shipped by lighten (templates/lua/lighten_core.lua).  `lighten convert`
--- compiles each virtual host it can into a module of its own (site_*.lua): the
--- per-directory configuration Apache would merge for each folder and file name, decided
--- at conversion time, and each rule set as a Lua function of straight tests, each with
--- the Apache line it came from.  This file is what every compiled site shares: reading
--- the request as Apache does, the directory walk, the order of Apache's phases, and
--- answering in lighttpd.  It follows lighten's evaluator (src/eval in the lighten
--- sources), which the project's tests hold against real Apache, as does the converted
--- site.
---
--- One request, as Apache 2.4 handles it:
---   1. the URL-path is decoded and normalised from the request as sent;
---   2. the directory walk maps it under the document root and splits off PATH_INFO;
---   3. the configuration of that folder and file name (compiled: site.dirconf);
---   4. access control (compiled into the configuration: denied or not);
---   5. per-directory RewriteRules (a compiled function), mod_dir's slash redirect, the
---      internal redirect the rules asked for (another round), else DirectoryIndex;
---   6. the handler: a file, PHP (handed to lighttpd's mod_fastcgi), a listing (handed to
---      mod_dirlisting), or an error.
--- mod_headers and mod_expires run when the response starts (M.response), only for sites
--- that have such directives.
+-- Fixed text shipped by lighten (templates/lua/lighten_core.lua), without the parts no
+-- site of the conversion uses.  Each site's module (lua/<site>.lua) holds what its
+-- configuration decides, merged per folder and file name at conversion time; this file
+-- runs it in the order of Apache 2.4's phases, as lighten's evaluator does (src/eval,
+-- which lighten's tests hold against real Apache):
+--   1. the URL-path decoded and normalised from the request as sent;
+--   2. the directory walk under the document root, PATH_INFO split off;
+--   3. the configuration of that folder and name (site.dirconf), its access control;
+--   4. the folder's RewriteRules, mod_dir's slash redirect, the internal redirect the
+--      rules asked for (another round), else DirectoryIndex;
+--   5. the handler: a file, PHP (lighttpd's mod_fastcgi), a listing (mod_dirlisting),
+--      or an error.
+-- mod_headers and mod_expires run when the response starts (M.response).
 
 local M = {}
 
@@ -161,10 +153,8 @@ end
 ---------------------------------------------------------------------------------------
 -- the filesystem
 
--- lighty.c.stat is a C call and a new userdata each time, and every field read another C
--- call: the last one is kept for the rest of the same call (the walk, a -f test and the
--- file lighttpd then sends name the same path), and forgotten when the next call starts
--- (M.physical, M.response).
+-- lighty.c.stat makes a new userdata each time: the last one is kept until the hook
+-- returns (the walk, a -f test and the file sent name the same path).
 local last_path, last_st
 local function raw_stat(path)
   if path == last_path then return last_st end
@@ -242,7 +232,8 @@ local function walk(path)
   return path, nil, kind
 end
 
--- Symbolic links (site.links, found at conversion): lighten_plans.lua.
+-- Symbolic links (site.links, found at conversion): lighten_plans.lua (nil when no site
+-- of the conversion has any; every call is behind `site.links`).
 local through_links = plans.through_links
 
 -- A name longer than 255 bytes met by the directory walk while every name before it is
@@ -264,6 +255,7 @@ end
 ---------------------------------------------------------------------------------------
 -- the request's variables, for the compiled conditions
 
+--@ header: header
 -- A request header a RewriteCond reads: when the request has it, Apache varies on it when
 -- the rule applies (lookup_header(); never on Host, which the compiler reads with
 -- header_nv).  The compiled rule adds cx.pv to Vary when it applies.
@@ -274,8 +266,9 @@ function M.header(cx, name)
   if pv then pv[#pv + 1] = name else cx.pv = { name } end
   return v
 end
+--@ end
 
--- The same without Vary ([NV]).
+--@ header_or_env: header_or_env
 -- What a SetEnvIf rule tests for a plain name: the header, else an earlier variable of
 -- that name, else the empty string (mod_setenvif's match_headers).
 function M.header_or_env(cx, name)
@@ -283,7 +276,9 @@ function M.header_or_env(cx, name)
   if v == nil and cx.env then v = plans.env_get(cx.env, name) end
   return v or ""
 end
+--@ end
 
+--@ raw_path: raw_path
 -- The request's URL-path as sent (percent-encoded, not normalised): what mod_setenvif
 -- reads as Request_URI in the server's and the host's own rules (post_read_request).
 -- Its leading slashes merged (Apache parses `//s/x` as `/s/x`); an internal redirect's
@@ -294,7 +289,9 @@ function M.raw_path(cx)
   local q = find(t, "?", 1, true)
   return plans.merge_leading_slashes(q and sub(t, 1, q - 1) or t)
 end
+--@ end
 
+-- A request header without Vary ([NV]).
 function M.header_nv(cx, name)
   local v = cx.headers[name]
   if v == nil then return "" end
@@ -331,6 +328,7 @@ local function self_url(cx)
 end
 M.self_url = self_url
 
+--@ variables: var remote server_addr
 local TIME = {
   TIME_YEAR = "%Y", TIME_MON = "%m", TIME_DAY = "%d", TIME_HOUR = "%H", TIME_MIN = "%M",
   TIME_SEC = "%S", TIME_WDAY = "%w", TIME = "%Y%m%d%H%M%S",
@@ -349,7 +347,9 @@ end
 
 function M.remote(cx) return attr_once(cx, "remote", "request.remote-addr", "") end
 function M.server_addr(cx) return attr_once(cx, "server_addr", "request.server-addr", "127.0.0.1") end
+--@ end
 
+--@ variables: var remote server_addr
 -- The variables the compiler does not inline (%{NAME}).
 function M.var(cx, name)
   if name == "THE_REQUEST" then return cx.orig_method .. " " .. cx.target .. " " .. plans.protocol(lighty) end
@@ -379,6 +379,7 @@ function M.var(cx, name)
   -- (any other name is empty to mod_rewrite: only %{ENV:name} reads the environment)
   return ""
 end
+--@ end
 
 M.env_get = plans.env_get
 
@@ -394,6 +395,7 @@ function M.set_env(cx, name, value)
   plans.env_set(env, name, value)
 end
 
+--@ comparisons: bytecmp lexcmp atoi
 -- Byte-wise three-way compare (strcmp on unsigned bytes; Lua's `<` follows the locale).
 local function bytecmp(a, b)
   if a == b then return 0 end
@@ -427,6 +429,7 @@ function M.atoi(s)
   if sign == "-" then n = -n end
   return n
 end
+--@ end
 
 ---------------------------------------------------------------------------------------
 -- what a compiled rule does after its substitution
@@ -457,6 +460,7 @@ end
 -- Captures of no match at all: `$1` and `%1` expand to "".
 M.EMPTY = {}
 
+--@ fail: fail
 -- A regex that ran into PCRE2's limits (or that this PCRE2 refuses): the rule fails
 -- closed with 403.
 function M.fail(cx)
@@ -465,7 +469,9 @@ function M.fail(cx)
   cx.status = 403
   return "status"
 end
+--@ end
 
+--@ proxy: proxy_refused
 -- A [P] rule of the server or a virtual host applied: lighttpd is not set up to proxy it,
 -- and the request is refused rather than answered some other way.
 function M.proxy_refused(cx)
@@ -473,7 +479,9 @@ function M.proxy_refused(cx)
   cx.status = 403
   return "status"
 end
+--@ end
 
+--@ files_regex: matches
 -- Whether a <Files> regex matches.  When PCRE2 gives up (its limits), the request stops
 -- with an error, which mod_magnet answers with 500: neither the section's settings (it may
 -- grant) nor their absence (it may deny) would be safe to assume.
@@ -484,6 +492,7 @@ function M.matches(prog, s)
   if m == nil then error("lighten: a <Files> pattern could not be matched against " .. s .. ": " .. tostring(why)) end
   return m
 end
+--@ end
 
 -- A record that is `base` with the fields of `changes` (false for a field `base` has
 -- and this one has not); made once, when the site module loads.
@@ -506,12 +515,15 @@ function M.subject(cx, perdir)
   return subject
 end
 
+--@ dollars: dollars
 -- SetEnvIf's value with `$1`..`$9` from the match.
 function M.dollars(v, caps)
   return (v:gsub("%$(%d)", function(d) return caps[tonumber(d)] or "" end))
 end
+--@ end
 
 ---------------------------------------------------------------------------------------
+--@ alias: translate redirects alias_match regex_redirect escape_path
 -- mod_alias, for the compiled alias functions
 
 M.alias_match = plans.alias_match
@@ -541,8 +553,9 @@ local function alias_outcome(cx, kind, a, b)
   end
   return nil
 end
+--@ end
 
--- [E=VAR:VAL], [E=VAR], [E=!VAR]
+--@ type_flag: type_flag
 -- [T=type] as Apache stores it (ap_content_type_tolower): type and subtype in lower
 -- case, parameters as written.
 function M.type_flag(cx, t)
@@ -550,7 +563,10 @@ function M.type_flag(cx, t)
   if i then t = lower(sub(t, 1, i - 1)) .. sub(t, i) else t = lower(t) end
   cx.forced_type = t
 end
+--@ end
 
+--@ env_flag: env_flag
+-- [E=VAR:VAL], [E=VAR], [E=!VAR]
 function M.env_flag(cx, v)
   if byte(v) == 33 then
     M.set_env(cx, sub(v, 2), nil)
@@ -563,7 +579,9 @@ function M.env_flag(cx, v)
     M.set_env(cx, v, "")
   end
 end
+--@ end
 
+--@ marks: marks
 -- The byte ranges of an expansion that came from back-references: `kinds` says for each
 -- piece whether it is literal ("L") or a back-reference ("B").  Only needed when the
 -- request has an encoded `?` (%3f).
@@ -579,7 +597,9 @@ function M.marks(kinds, ...)
   end
   return marks
 end
+--@ end
 
+--@ split_query: split_query
 -- splitout_queryargs(): `?` in the result replaces (with [QSA] prepends to) the query;
 -- [QSD] drops it; [QSL] splits at the last `?`.  `how` holds the rule's query flags
 -- ("A" QSA, "D" QSD, "L" QSL).  Returns the URL without its query, or nil when the `?`
@@ -625,7 +645,9 @@ function M.split_query(cx, new, how, unsafe)
   end
   return new
 end
+--@ end
 
+--@ vary: vary_list add_vary
 -- The Vary of a rule without [OR] that applied: those of the headers its conditions read
 -- that the request has.
 function M.vary_list(cx, names)
@@ -660,7 +682,9 @@ function M.add_vary(cx)
     if not dup then vary[#vary + 1] = n end
   end
 end
+--@ end
 
+--@ substituted: substituted
 -- After a substitution: what the new filename means.  `flags` holds "R" for [R], and
 -- `perdir` is the directory prefix.  Sets cx.filename.
 function M.substituted(cx, new, perdir, redirect)
@@ -686,6 +710,7 @@ function M.substituted(cx, new, perdir, redirect)
   end
   cx.filename = new
 end
+--@ end
 
 ---------------------------------------------------------------------------------------
 -- outcomes
@@ -698,6 +723,7 @@ local function with_query(loc, args, raw)
   return loc
 end
 
+--@ redirect: substituted server_rules
 local function escape_location(url, noescape)
   if noescape then return url end
   local i = find(url, "://", 1, true)
@@ -723,6 +749,7 @@ local function replace_base_in_url(url, directory, base)
   end
   return url
 end
+--@ end
 
 -- The handler for a file under a directory configuration: "php" or nil.
 local function handler(dc, fname)
@@ -798,6 +825,7 @@ local function config_for(site, fname, kind, uri)
   return dc
 end
 
+--@ auth: auth
 -- Whether the user lighttpd's mod_auth authenticated passes a folder's `Require
 -- valid-user` or `Require user` (dc.auth): only a login checked against the folder's own
 -- AuthUserFile counts, never another realm's.
@@ -805,7 +833,9 @@ local function login_ok(cx, a)
   local user = cx.user
   return user ~= nil and cx.auth_file == a.file and (a.users == nil or a.users[user] == true)
 end
+--@ end
 
+--@ listing: may_hide index_ignore
 -- Whether mod_autoindex would leave out an entry of `dir` that lighttpd's listing shows
 -- (it hides dotfiles only): one that is denied, or one an IndexIgnore pattern names
 -- (site.index_ignore, every pattern the host reads).  Then the listing is refused rather
@@ -829,11 +859,15 @@ local function listing_hides(cx, dir)
       if cx.site.links and cx.site.links[p] == false and stat(p) ~= "missing" then return true end
       local d = stat(p) == "dir" and p or dir
       local dc = dirconf(cx.site, trim_end_slashes(d), name, url .. name)
-      if dc.denied or (dc.auth and not login_ok(cx, dc.auth)) then return true end
+      if dc.denied then return true end
+--@ auth: auth
+      if dc.auth and not login_ok(cx, dc.auth) then return true end
+--@ end
     end
   end
   return false
 end
+--@ end
 
 -- What a folder's configuration answers before the fixups, or nil: a broken .htaccess
 -- (500), then its SetEnvIf and access control.  Its ErrorDocuments are in force from here.
@@ -848,17 +882,20 @@ local function folder_refused(cx, dc)
   -- SSLRequireSSL: mod_ssl's access check comes first.
   if dc.require_ssl and not cx.https then return 403 end
   if dc.denied then return dc.denied end
+--@ auth: auth
   if dc.auth and not login_ok(cx, dc.auth) then
     -- mod_auth_basic asks for the password again (a realm without AuthType or AuthName
     -- is a record denied with 500 by the compiler)
     cx.realm = dc.auth.realm
     return 401
   end
+--@ end
   return nil
 end
 
 -- The handler's answer for a mapped file: the status and what serves it.
 local function handle(cx, dc, fname, path_info, kind)
+--@ alias: translate redirects alias_match regex_redirect escape_path
   -- A ScriptAlias program: Apache runs it, lighttpd is not set up to; never its source.
   if cx.cgi and not dc.set_handler then
     if kind == "file" then
@@ -869,6 +906,7 @@ local function handle(cx, dc, fname, path_info, kind)
     -- mod_cgid: "attempt to invoke directory as script"
     if kind == "dir" then return 403 end
   end
+--@ end
   if handler(dc, fname) == "php" then
     if kind ~= "file" then return 404 end
     -- mod_env's fixup: what the script receives.
@@ -891,7 +929,9 @@ local function handle(cx, dc, fname, path_info, kind)
   elseif kind == "dir" then
     if not cx.site.autoindex then return 404 end
     if dc.indexes then
+--@ listing: may_hide index_ignore
       if cx.site.may_hide and listing_hides(cx, fname) then return 403 end
+--@ end
       cx.served, cx.path, cx.dc = "listing", fname, dc
       return 200
     end
@@ -899,6 +939,11 @@ local function handle(cx, dc, fname, path_info, kind)
   end
   return 404
 end
+
+--@ end_flag: END
+-- [END], what a rule returns as its third value: the rewritten URL is served without
+-- another rewrite round (serve_after_end).
+M.END = true
 
 -- After [END]: the rewritten URL is served without another rewrite round.
 local function serve_after_end(cx, url, args)
@@ -915,9 +960,11 @@ local function serve_after_end(cx, url, args)
   if refused then return refused end
   return handle(cx, dc, fname, path_info, kind)
 end
+--@ end
 
 local round
 
+--@ redirect: substituted server_rules
 -- The redirect a rule's absolute URL (cx.filename) makes: its Location with the query
 -- string (escaped unless [NE] or unchanged), and the [R] status (302 by default).  `dc`
 -- for a folder's rules (RewriteBase), nil for the server's.
@@ -931,6 +978,7 @@ local function redirect_to(cx, action, code, args, dc)
   if not code or code < 300 or code >= 400 then code = 302 end
   return code
 end
+--@ end
 
 -- What a round may change of cx, to undo a DirectoryIndex sub-request that does not serve.
 local function snapshot(cx)
@@ -1010,6 +1058,7 @@ function round(cx, uri, args)
   local filename = site.docroot .. uri
   cx.cgi = nil
   cx.errdocs = site.error_docs
+--@ server_rules: server_rules
   -- mod_rewrite's rules of the virtual host and the server ([P] rules only), on the URL-path
   if site.server_rules then
     cx.filename = uri
@@ -1018,12 +1067,15 @@ function round(cx, uri, args)
     -- (the compiler lets in no substitution here but an [R] redirect's absolute URL)
     if action then return redirect_to(cx, action, code, args) end
   end
+--@ end
+--@ alias: translate redirects alias_match regex_redirect escape_path
   -- mod_alias of the virtual host and the server (translate_name)
   if site.translate then
     local status, file = alias_outcome(cx, site.translate(uri))
     if status then return status end
     if file then filename = file end
   end
+--@ end
   -- TRACE is answered by the core before the directory walk; lighttpd does not.
   if cx.method == "TRACE" then return 405 end
   if name_too_long(filename) then return 403 end
@@ -1059,7 +1111,9 @@ function round(cx, uri, args)
       if cx.args and find(cx.args, "[%c ]") and not (absolute and action ~= "noescape") then
         return 403
       end
+--@ redirect: substituted server_rules
       if absolute then return redirect_to(cx, action, code, args, dc) end
+--@ end
       if byte(f, 1) ~= 47 then return 400 end
       if f == ofilename then
         cx.filename = ofilename
@@ -1078,7 +1132,9 @@ function round(cx, uri, args)
             url = f
           end
         end
+--@ end_flag: END
         if final then return serve_after_end(cx, url, cx.args) end
+--@ end
         local target = cx.args and (url .. "?" .. cx.args) or url
         local q = find(target, "?", 1, true)
         if q then
@@ -1090,11 +1146,13 @@ function round(cx, uri, args)
     end
   end
 
+--@ alias: translate redirects alias_match regex_redirect escape_path
   -- mod_alias's fixup: the folder's redirects, after its rules
   if dc.redirects then
     local status = alias_outcome(cx, dc.redirects(cx.uri))
     if status then return status end
   end
+--@ end
   if kind == "dir" and not path_info and byte(cx.uri, -1) ~= 47 and dc.slash then
     cx.location = with_query(self_url(cx) .. escape_path(cx.uri) .. "/", cx.args, true)
     return 301
@@ -1107,6 +1165,7 @@ function round(cx, uri, args)
   return handle(cx, dc, fname, path_info, kind)
 end
 
+--@ early_env: early_env
 -- An internal redirect runs post_read_request again: the server's and the host's own
 -- SetEnvIf on its URL (the new request's variables are the old ones as REDIRECT_*).
 local function rerun_server_env(cx, path)
@@ -1114,6 +1173,7 @@ local function rerun_server_env(cx, path)
   cx.setenvif_path = plans.merge_leading_slashes(path)
   cx.site.early_env(cx)
 end
+--@ end
 
 -- The whole request: rounds until an answer.
 local function run(cx)
@@ -1126,6 +1186,7 @@ local function run(cx)
   if qpos then rawpath, args = sub(raw, 1, qpos - 1), sub(raw, qpos + 1) end
   local uri, err = decode_path(rawpath)
   if not uri then return err end
+--@ keep_slashes: keep_slashes
   -- MergeSlashes Off: Apache's sections and rules would see the '//' decode_path merges
   -- (leading ones too: Apache merges those in an origin-form target but not in an
   -- absolute-form one, and lighttpd hands both over alike).
@@ -1133,17 +1194,21 @@ local function run(cx)
     print("lighten: " .. sub(raw, 1, 200) .. " refused (fails closed): MergeSlashes Off and '//' in the path")
     return 403
   end
+--@ end
   cx.asked = cx.site.docroot .. uri
+--@ early_env: early_env
   if cx.site.early_env then
     cx.uri = uri
     cx.site.early_env(cx)
   end
+--@ end
   local rounds = 0
   local error_round
   while true do
     rounds = rounds + 1
     if rounds > MAX_REDIRECTS + 1 then return 500 end
     local status, next_uri, next_args = round(cx, uri, args)
+--@ errdocs: error_docs errdocs
     if status and error_round then
       -- The ErrorDocument's own round: what it serves goes out with the error's status;
       -- an error on the way is the first error, without a document.
@@ -1154,9 +1219,8 @@ local function run(cx)
       end
       return status == 200 and error_round or status
     end
-    if status then
-      local ed = status >= 400 and not cx.served and not cx.location and cx.errdocs and cx.errdocs[status]
-      if not ed then return status end
+    local ed = status and status >= 400 and not cx.served and not cx.location and cx.errdocs and cx.errdocs[status]
+    if ed then
       local kind, value = ed[1], ed[2]
       if kind == "remote" then
         cx.location = value
@@ -1180,7 +1244,9 @@ local function run(cx)
       local q = find(value, "?", 1, true)
       local u, a = value, nil
       if q then u, a = sub(value, 1, q - 1), sub(value, q + 1) end
+--@ early_env: early_env
       rerun_server_env(cx, u)
+--@ end
       local d = decode_path(u)
       if not d then return status end
       uri, args = d, a
@@ -1188,6 +1254,8 @@ local function run(cx)
       error_round = status
       goto continue
     end
+--@ end
+    if status then return status end
     -- [T=] lives in the request's notes, which the new request does not inherit.
     cx.forced_type = nil
     local env = {}
@@ -1199,7 +1267,9 @@ local function run(cx)
     env.REDIRECT_STATUS = "200"
     if args then env.REDIRECT_QUERY_STRING = args end
     cx.env = env
+--@ early_env: early_env
     rerun_server_env(cx, next_uri)
+--@ end
     do
       local d, e = decode_path(next_uri)
       if not d then return e end
@@ -1283,12 +1353,10 @@ local function type_key(ctype)
   return e, d
 end
 
--- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under the
--- configuration `dc`, on the headers `rh` (the response's, or those staged for a static
--- file); `mtime` and `len` of the file that answered when known.  Returns what the
--- headers set depend on beyond `status` and `rh` as given: nil for nothing, a number n
--- when only Expires does (now + n seconds), false when the file's modification time does
--- (or a Header directive edited mod_expires' Expires); and whether `len` mattered.
+-- mod_expires, mod_headers and mod_deflate's Vary for a response of `status` under `dc`,
+-- on the headers `rh`; `mtime` and `len` of the file, when known.  Returns what else the
+-- headers depend on: nil for nothing, n when only Expires does (now + n seconds), false
+-- when the file's time does (or a Header edited the Expires); and whether `len` mattered.
 local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
   local ctype = rh["Content-Type"]
   local ekey, dkey
@@ -1350,23 +1418,18 @@ local function finish(rh, site, dc, status, mtime, len, nogzip, errdoc)
   return dep, len_used
 end
 
--- What lighttpd's uri.scheme holds once the physical-path stage has sent a response
--- whole (a static file with its headers): lighttpd.conf attaches the response-start
--- hook only where the scheme is not this, so such a response does not enter Lua again.
--- No request can carry it (lighttpd sets the scheme from the connection, "http" or
--- "https"), and nothing after the physical-path stage reads it for a sent file.
+-- lighttpd's uri.scheme once the physical-path stage has sent a response whole:
+-- lighttpd.conf attaches the response-start hook only where the scheme is not this.  No
+-- request can carry it (lighttpd sets the scheme from the connection).
 local SENT = "lighten-sent"
 
--- The static file a request names, when the whole of `run` would come to serving it as
--- it is: a path with nothing to decode or normalise and no query, naming an existing
--- regular file whose configuration denies nothing, sets no variable and has no rule that
--- could change it (files_pass), not handled by PHP. Else nil, and `run` decides.
---
--- What the configuration says of a target is a constant, remembered (bounded, as the
--- other memos): { path, configuration, Content-Type, Content-Encoding, whole, the
--- .htaccess safety net's folders (refusal_chains) }, `whole`
--- when mod_expires, mod_headers and mod_deflate have nothing to add to the file's 200;
--- false for a target this does not serve.  Whether the file exists is asked every time.
+-- The static file a request names, when `run` would come to serving it as it is: a
+-- path with nothing to decode or normalise and no query, naming a regular file whose
+-- configuration denies nothing, sets no variable, has no rule that could change it
+-- (files_pass) and no PHP; else nil, and `run` decides.  What the configuration says of
+-- a target is remembered: { path, configuration, Content-Type, Content-Encoding, whole
+-- (nothing for mod_expires, mod_headers or mod_deflate to add), the safety net's
+-- folders }, or false.  Whether the file exists is asked every time.
 local function plain_target(site, target)
   if site.early_env or #target > 256 or byte(target, -1) == 47
     or find(target, "%", 1, true) or find(target, "?", 1, true) or find(target, "#", 1, true)
@@ -1410,12 +1473,9 @@ local function plain_file(site, target, method)
 end
 
 -- A static file: lighttpd sends it, with what mod_mime, mod_headers and mod_expires give
--- it (the environment is nobody's to read but mod_deflate's no-gzip); `vary`, the Vary of
--- the rules that led here.  The headers are worked out in a Lua table and each written
--- to lighttpd once.  `memo`, a table kept with what decided the request (an outcome of
--- the decision cache, a plain_file answer), keeps what is the same each time: the file
--- and its type, and per status the headers when only the status (and the clock, for an
--- Expires) decides them.
+-- it; `vary`, the Vary of the rules that led here.  `memo` (kept with the decision)
+-- keeps what is the same each time: the file, its type, and per status the headers when
+-- only the status (and the clock, for an Expires) decides them.
 local function send_file(l, site, dc, path, uri, forced, nogzip, vary, errdoc, memo)
   local r = l.r
   local f = memo and memo.file
@@ -1494,11 +1554,9 @@ end
 ---------------------------------------------------------------------------------------
 -- the decision cache (lighten_plans.lua)
 --
--- `run` reads the method, the request-target and the scheme (the key), the request
--- headers it looks at, and the kinds (file, folder, other, missing) of what the
--- directory walk, the file tests and the DirectoryIndex lookups stat.  Whatever it
--- cannot check that way (a file's size or mode, the time, the client's address, a
--- folder's listing, PCRE2's limits) makes the evaluation uncacheable.
+-- `run` reads the method, the request-target and the scheme (the key), the headers it
+-- looks at, and the kinds of what it stats.  What it cannot check that way (a file's size
+-- or mode, the time, the client's address, a listing) makes the evaluation uncacheable.
 
 -- `run`, or what it answered last time for the same reads; the outcome is `cx`, kept
 -- read-only.
@@ -1512,11 +1570,13 @@ local function decide(site, r, method, target, https)
   -- The user lighttpd's mod_auth authenticated, and against which password file
   -- (lighttpd.conf's auth blocks set X-Lighten-Auth-File; it is not for the backend).
   local user, auth_file
+--@ auth: auth
   if site.auth then
     user, auth_file = plans.login(r.req_env["REMOTE_USER"], headers["Authorization"]), headers["X-Lighten-Auth-File"]
     if auth_file then headers["X-Lighten-Auth-File"] = "" end
     if key then key = key .. "\0" .. (user or "") .. "\0" .. (auth_file or "") end
   end
+--@ end
   if key then
     local p = plans.find(site, key, headers, kind_of)
     if p then return p.cx, p.status, p.vary, p end
@@ -1620,11 +1680,13 @@ function M.physical(l, site)
     if real ~= cx.path then r.req_env["lighten.path"] = cx.path end
     return 0
   end
+--@ errdocs: error_docs errdocs
   -- ErrorDocument "text": the text as the body, as Apache sends it.
   if cx.text then
     r.resp_header["Content-Type"] = "text/html; charset=iso-8859-1"
     r.resp_body.set({ cx.text })
   end
+--@ end
   if cx.filename then attr["physical.path"] = cx.filename end
   return status
 end
@@ -1665,6 +1727,7 @@ function M.response(l, site)
   return new_status or 0
 end
 
+--@ append: append
 -- mod_headers' actions on a response header, for the compiled header functions.
 function M.append(rh, name, value, merge)
   local cur = rh[name]
@@ -1677,5 +1740,6 @@ function M.append(rh, name, value, merge)
   end
   rh[name] = cur .. ", " .. value
 end
+--@ end
 
 return M

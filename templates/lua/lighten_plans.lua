@@ -19,6 +19,7 @@ local byte, sub, find = string.byte, string.sub, string.find
 local KEYS, A_KEY, HEADERS = 256, 4, 2048
 M.TARGET = 512
 
+--@ auth: auth
 -- The user lighttpd's mod_auth authenticated, when Apache would have read the same login
 -- as the same user; else nil. Apache's password file reader trims each line, so none of
 -- its users begins or ends with a space (lighttpd's keeps them: " alice" would pass); and
@@ -30,6 +31,7 @@ function M.login(user, authorization)
   if creds == nil or not find(creds, "^[A-Za-z0-9+/]*=*$") then return nil end
   return user
 end
+--@ end
 
 -- The reads of one evaluation: headers (hn, hv), paths and their facts.
 function M.reads()
@@ -151,6 +153,7 @@ function M.keep(owner, key, rd, outcome)
   list[#list + 1] = outcome
 end
 
+--@ links: links
 ---------------------------------------------------------------------------------------
 -- Symbolic links, for both tiers.
 
@@ -182,6 +185,7 @@ function M.through_links(links, path)
   return v .. rest
 end
 
+--@ end
 ---------------------------------------------------------------------------------------
 -- The safety net for .htaccess files written after the conversion (issue: a security
 -- plugin adds a deny rule while the site runs).  lighten_htaccess.lua, generated, has the
@@ -514,6 +518,7 @@ local function host_ok(h)
   return not last or last == "" or find(last, "^%a") ~= nil
 end
 
+--@ alias: translate redirects alias_match regex_redirect escape_path
 ---------------------------------------------------------------------------------------
 -- mod_alias
 
@@ -547,6 +552,7 @@ function M.regex_redirect(url, escape)
   if q then rest, query = sub(rest, 1, q - 1), sub(rest, q) end
   return escape(rest) .. query .. frag
 end
+--@ end
 
 local good_hosts, n_good = {}, 0
 function M.host_refused(h)

@@ -11,7 +11,9 @@
 //! only of files the output holds exactly as the site's conversion made them before: the
 //! site's own compiled modules, its entries in the .htaccess safety net's table
 //! (lua/lighten_htaccess.lua), the site's host blocks in lighttpd.conf and the modules
-//! they load ([`splice_hosts`]), lua/realm.lua when the first password area brings it, and
+//! they load ([`splice_hosts`]), lua/realm.lua when the first password area brings it,
+//! lua/lighten_re.lua when the first regex no plain test decides does, the parts of
+//! lua/lighten_core.lua and lua/lighten_plans.lua the site newly needs (`translate::runtime`), and
 //! the output's identity (lua/lighten_output.lua, from the kept digests). Anything else
 //! (the rest of lighttpd.conf, a module another site shares, the interpreter's data, a
 //! link on the way, a site's names or addresses) is a whole step. report.md and report.json are
@@ -329,7 +331,9 @@ impl Job {
         let mut out = Vec::new();
         let mut table = None;
         let mut conf = None;
-        let mut realm = None;
+        // (lua/realm.lua and lua/lighten_re.lua when the new conversion has them: counted in
+        // the identity whether written or already there)
+        let mut shared = Vec::new();
         for rel in old_files.keys().chain(new_files.keys()).collect::<std::collections::BTreeSet<_>>() {
             let (o, n) = (old_files.get(rel).copied(), new_files.get(rel).copied());
             let name = rel.to_string_lossy();
@@ -373,7 +377,40 @@ impl Job {
                 if on_disk(rel).as_deref() != Some(n.as_str()) {
                     out.push(((*rel).clone(), n.clone()));
                 }
-                realm = Some(((*rel).clone(), n.clone()));
+                shared.push(((*rel).clone(), n.clone()));
+                continue;
+            }
+            if let Some(template) = translate::runtime::template_of(rel) {
+                // lighten_core.lua or lighten_plans.lua cut to another set of parts: the
+                // output's copy serves when it keeps every part the site now needs, else
+                // it gets those parts too (the hook scripts read the folder's modules
+                // anew with the identity). Another lighten's copy is a whole step.
+                let (Some(_), Some(n)) = (o, n) else {
+                    return Err(format!("{name} comes or goes"));
+                };
+                let whole = on_disk(rel).ok_or(format!("{name} is not in the output"))?;
+                let kept = translate::runtime::kept(template, &whole);
+                if translate::runtime::cut(template, &kept) != whole {
+                    return Err(format!("{name} in the output is not this lighten's"));
+                }
+                let needed = translate::runtime::kept(template, n);
+                if !needed.is_subset(&kept) {
+                    let both = kept.union(&needed).cloned().collect();
+                    out.push(((*rel).clone(), translate::runtime::cut(template, &both)));
+                }
+                continue;
+            }
+            if name == "lua/lighten_re.lua" {
+                // PCRE2, which the site's first regex no plain test decides brings:
+                // written unless the output has it; whether the output still needs it
+                // when it goes depends on the other sites (a whole step).
+                let Some(n) = n else {
+                    return Err(format!("{name} goes with the site's last regex"));
+                };
+                if on_disk(rel).as_deref() != Some(n.as_str()) {
+                    out.push(((*rel).clone(), n.clone()));
+                }
+                shared.push(((*rel).clone(), n.clone()));
                 continue;
             }
             let (Some(o), Some(n)) = (o, n) else {
@@ -397,17 +434,18 @@ impl Job {
         out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
         out.extend(conf.map(|t| (PathBuf::from("lighttpd.conf"), t)));
         let order: Vec<&PathBuf> = new.files.iter().map(|(r, _)| r).collect();
-        self.with_identity(base, out, realm, &order)
+        self.with_identity(base, out, shared, &order)
     }
 
     /// `files` followed by the output's new identity, from the kept digests: those of the
-    /// files replaced recomputed, and `realm` (lua/realm.lua and its text, when the new
-    /// conversion has it) among them, whether it is written or already there.
+    /// files replaced recomputed, and `shared` (lua/realm.lua and lua/lighten_re.lua with
+    /// their text, when the new conversion has them) among them, whether they are written
+    /// or already there.
     fn with_identity(
         &self,
         base: &Base,
         mut files: Vec<(PathBuf, String)>,
-        realm: Option<(PathBuf, String)>,
+        shared: Vec<(PathBuf, String)>,
         order: &[&PathBuf],
     ) -> Result<Put, String> {
         let identity = PathBuf::from(IDENTITY);
@@ -416,7 +454,7 @@ impl Job {
         if now.as_deref() != Some(translate::conf::output_file(&kept).as_str()) {
             return Err("the output is not the one watch wrote last".into());
         }
-        let counted: Vec<(PathBuf, String)> = files.iter().cloned().chain(realm).collect();
+        let counted: Vec<(PathBuf, String)> = files.iter().cloned().chain(shared).collect();
         let lua = digests_with(&base.lua, &counted, order, &self.out_dir)
             .ok_or("a new Lua file has no place in the output's order")?;
         let id = translate::output_id_of(lua.iter().map(|(_, d)| *d));
@@ -435,7 +473,7 @@ impl Job {
         if table == whole {
             return Ok(Put { files: Vec::new(), lua: base.lua.clone() });
         }
-        self.with_identity(base, vec![(rel, table)], None, &[])
+        self.with_identity(base, vec![(rel, table)], Vec::new(), &[])
     }
 }
 

@@ -196,13 +196,13 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         for level in levels(dir) {
             for (sec, p) in &dirs {
                 if *p == level {
-                    a.chain.push((sec, format!("{p}/"), describe(site, sec)));
+                    a.chain.push((sec, format!("{p}/"), describe(site, &docroot, sec)));
                 }
             }
             if let Some((s, broken)) = htaccess.get(&level) {
                 a.broken |= *broken;
                 if let Some(s) = s {
-                    a.chain.push((s, format!("{level}/"), site.at(s.at)));
+                    a.chain.push((s, format!("{level}/"), short_at(&docroot, site.at(s.at))));
                 }
             }
         }
@@ -354,7 +354,16 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
             for (k, f) in a.files.iter().chain(&locs).enumerate() {
                 if mask & (1 << k) != 0 {
                     apply(&mut m, f, &format!("{}/", a.dir));
-                    if k < nf { &mut applied } else { &mut at_urls }.push(describe(w.site, f));
+                    if k < nf { &mut applied } else { &mut at_urls }.push(describe(w.site, &w.docroot, f));
+                }
+            }
+            // (a record of several sections names them without their lines: each has a
+            // record of its own above, with its line)
+            if applied.len() + at_urls.len() > 1 {
+                for d in applied.iter_mut().chain(at_urls.iter_mut()) {
+                    if let Some((what, _)) = d.rsplit_once(" (") {
+                        *d = what.to_string();
+                    }
                 }
             }
             let title = if applied.is_empty() && at_urls.is_empty() {
@@ -440,7 +449,7 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
                     continue;
                 }
                 let test = if k < a.files.len() { w.files_test(s)? } else { w.location_test(s)? };
-                let _ = writeln!(f, "{indent}-- {}", describe(w.site, s));
+                let _ = writeln!(f, "{indent}-- {}", describe(w.site, &w.docroot, s));
                 let _ = writeln!(f, "{indent}if {test} then m = m + {} end", 1 << k);
             }
             let list: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -518,11 +527,11 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
         out.push_str("local re = require(\"lighten_re\")\n");
         out.push_str("local exec = re.exec\n");
     }
-    out.push_str(
-        "local header, header_nv, var, test_file = core.header, core.header_nv, core.var, core.test_file\n",
-    );
+    // (the helpers of lighten_core the code below calls, filled in once it is written: a
+    // part of lighten_core no module names is left out of it, translate::runtime)
+    let helpers_at = out.len();
     out.push_str("local byte, sub, find, lower = string.byte, string.sub, string.find, string.lower\n");
-    out.push_str("local _ = byte, sub, find, lower, header, header_nv, var, test_file\n");
+    out.push_str("local _ = byte, sub, find, lower\n");
     if w.uses_alias {
         out.push_str("local alias_match, escape_path = core.alias_match, core.escape_path\n");
     }
@@ -607,6 +616,13 @@ pub fn host(model: &Model, site: &Site, i: Option<usize>, shared: &Shared) -> Re
     out.push_str("return ");
     out.push_str(&t.render(0));
     out.push('\n');
+    let used = super::runtime::words(&out[helpers_at..]);
+    let helpers: Vec<&str> =
+        ["header", "header_nv", "var", "test_file"].into_iter().filter(|h| used.contains(h)).collect();
+    if !helpers.is_empty() {
+        let core: Vec<String> = helpers.iter().map(|h| format!("core.{h}")).collect();
+        out.insert_str(helpers_at, &format!("local {} = {}\n", helpers.join(", "), core.join(", ")));
+    }
     // The lane, unless the host reads the request before the folder decides (rules of the
     // server, SetEnvIf, a pattern of mod_alias), keeps `//`, or has symbolic links Apache
     // judges otherwise than lighttpd follows them.
@@ -751,7 +767,29 @@ fn levels(dir: &str) -> Vec<String> {
     out
 }
 
-fn describe(site: &Site, s: &Scope) -> String {
+/// A source line for a comment of the module: a file under the document root named from
+/// `DOCROOT`, the constant at the module's top.
+/// (A file named relative to the folder lighten ran in is under the document root when
+/// the document root ends with its folders.)
+fn short_at(docroot: &str, at: String) -> String {
+    if let Some(rest) = at.strip_prefix(docroot)
+        && rest.starts_with('/')
+    {
+        return format!("DOCROOT{rest}");
+    }
+    if !at.starts_with('/') {
+        let under = at.match_indices('/').rev().find(|(k, _)| {
+            let dir = &at[..*k];
+            docroot.strip_suffix(dir).is_some_and(|head| head.ends_with('/'))
+        });
+        if let Some((k, _)) = under {
+            return format!("DOCROOT{}", &at[k..]);
+        }
+    }
+    at
+}
+
+fn describe(site: &Site, docroot: &str, s: &Scope) -> String {
     let what = match (&s.kind, &s.matcher) {
         (ScopeKind::Directory, Some(Matcher::Path(p))) => format!("<Directory {p}>"),
         (ScopeKind::Files, Some(Matcher::Path(p))) => format!("<Files {p:?}>"),
@@ -760,7 +798,54 @@ fn describe(site: &Site, s: &Scope) -> String {
         }
         _ => crate::model::describe_scope(s),
     };
-    format!("{what} ({})", site.at(s.at))
+    format!("{what} ({})", short_at(docroot, site.at(s.at)))
+}
+
+/// A byte set as a Lua pattern class (`[^/]`), anchored by `anchor` (`^` before it, `$`
+/// after it): ranges of three bytes or more as `a-z`, every byte that is not a letter or a
+/// digit escaped with `%`, the complement when it is shorter.
+fn lua_class(set: crate::luare::byteset::ByteSet, anchor: &str) -> Vec<u8> {
+    fn class(set: &crate::luare::byteset::ByteSet) -> Vec<u8> {
+        let bytes: Vec<u8> = set.iter().collect();
+        let mut out = Vec::new();
+        let one = |out: &mut Vec<u8>, b: u8| {
+            if !b.is_ascii_alphanumeric() {
+                out.push(b'%');
+            }
+            out.push(b);
+        };
+        // (a range only between letters or digits: Lua reads `%x-y` as `%x`, `-`, `y`)
+        let mut i = 0;
+        while i < bytes.len() {
+            let mut j = i;
+            while j + 1 < bytes.len()
+                && bytes[j + 1] == bytes[j] + 1
+                && bytes[j].is_ascii_alphanumeric()
+                && bytes[j + 1].is_ascii_alphanumeric()
+            {
+                j += 1;
+            }
+            if j - i >= 2 {
+                one(&mut out, bytes[i]);
+                out.push(b'-');
+                one(&mut out, bytes[j]);
+            } else {
+                (i..=j).for_each(|k| one(&mut out, bytes[k]));
+            }
+            i = j + 1;
+        }
+        out
+    }
+    let (yes, no) = (class(&set), class(&set.negate()));
+    let body = if no.len() < yes.len() {
+        [b"[^".as_slice(), &no, b"]"].concat()
+    } else {
+        [b"[".as_slice(), &yes, b"]"].concat()
+    };
+    match anchor {
+        "^" => [b"^".as_slice(), &body].concat(),
+        _ => [body.as_slice(), b"$"].concat(),
+    }
 }
 
 /// One line of a Lua comment.
@@ -964,6 +1049,11 @@ impl<'s, 'a> Writer<'s, 'a> {
         }
     }
 
+    /// Where a directive is, for a comment ([`short_at`]).
+    fn at(&self, span: crate::source::Span) -> String {
+        short_at(&self.docroot, self.site.at(span))
+    }
+
     /// `R<n>` for a pattern.
     fn regex(&mut self, pattern: &str, caseless: bool) -> Result<String, String> {
         self.uses_re = true;
@@ -983,7 +1073,21 @@ impl<'s, 'a> Writer<'s, 'a> {
     /// `None` when only running the regex can say (the caller uses `exec`).
     fn test(&mut self, pattern: &str, caseless: bool, subject: &str) -> Option<String> {
         use crate::luare::fast::Fast;
-        let f = crate::luare::fast::fast(pattern, &crate::luare::Options::apache(caseless))?;
+        let opts = crate::luare::Options::apache(caseless);
+        let Some(f) = crate::luare::fast::fast(pattern, &opts) else {
+            // (how the subject ends: `.+\.ph(ar|p|tml)$`)
+            let e = crate::luare::fast::ends(pattern, &opts)?;
+            let s = if e.ci { format!("lower({subject})") } else { subject.to_string() };
+            let terms: Vec<String> = e
+                .ends
+                .iter()
+                .map(|l| {
+                    let cmp = format!("sub({s}, -{}) == {}", l.len(), lua::bytes(l));
+                    if e.min > 0 { format!("#{subject} >= {} and {cmp}", l.len() + e.min) } else { cmp }
+                })
+                .collect();
+            return Some(format!("({})", terms.join(" or ")));
+        };
         let s = if caseless { format!("lower({subject})") } else { subject.to_string() };
         let lit = |b: &[u8]| lua::bytes(&if caseless { b.to_ascii_lowercase() } else { b.to_vec() });
         Some(match f {
@@ -994,16 +1098,17 @@ impl<'s, 'a> Writer<'s, 'a> {
             Fast::Contains(b) | Fast::ContainsWhole(b) => format!("find({s}, {}, 1, true) ~= nil", lit(&b)),
             Fast::Empty => format!("{subject} == \"\""),
             Fast::NonEmpty => format!("{subject} ~= \"\""),
+            // (a byte set as a Lua pattern class, which compares bytes; the search starts
+            // at the last byte)
+            Fast::LastIn(set) | Fast::FirstRun { set, min: 1 } if set.is_empty() => "false".into(),
+            Fast::LastIn(set) if set.is_full() => format!("{subject} ~= \"\""),
+            Fast::FirstRun { set, min: 1 } if set.is_full() => format!("{subject} ~= \"\""),
             Fast::LastIn(set) => {
-                self.uses_re = true;
-                let k = self.constant(&format!("re.byteset(\"{}\")", set.to_hex()), pattern);
-                format!("{k}[byte({subject}, -1) or -1] == true")
+                format!("find({subject}, {}, #{subject}) ~= nil", lua::bytes(&lua_class(set, "$")))
             }
+            // Sets come folded from the parser: no lower() needed.
             Fast::FirstRun { set, min: 1 } => {
-                // Sets come folded from the parser: no lower() needed.
-                self.uses_re = true;
-                let k = self.constant(&format!("re.byteset(\"{}\")", set.to_hex()), pattern);
-                format!("{k}[byte({subject}, 1) or -1] == true")
+                format!("find({subject}, {}) ~= nil", lua::bytes(&lua_class(set, "^")))
             }
             Fast::AnyWhole { alts, ci, .. } => {
                 let s = if ci { format!("lower({subject})") } else { subject.to_string() };
@@ -1342,7 +1447,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 attr,
                 comment(test),
                 comment(&r.assignments.join(" ")),
-                self.site.at(r.at)
+                self.at(r.at)
             );
             let caps = r.assignments.iter().any(|a| a.contains('$'));
             let cond = match (caps, self.test(test, r.nocase, "s")) {
@@ -1405,7 +1510,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 r.status,
                 comment(from),
                 comment(r.to.as_deref().unwrap_or("")),
-                self.site.at(r.at)
+                self.at(r.at)
             );
             let to = lua::string(r.to.as_deref().unwrap_or(""));
             if r.regex {
@@ -1447,7 +1552,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 if regex { "AliasMatch" } else { "Alias" },
                 comment(from),
                 comment(&a.to),
-                self.site.at(a.at)
+                self.at(a.at)
             );
             if regex {
                 let re = self.regex(from, false)?;
@@ -1490,7 +1595,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 ErrorAction::Default => "{ \"default\" }".to_string(),
             };
             parts.push(format!("[{}] = {v}", d.status));
-            lines.push(format!("ErrorDocument {} ({})", d.status, self.site.at(d.at)));
+            lines.push(format!("ErrorDocument {} ({})", d.status, self.at(d.at)));
         }
         let name = self.constant(&format!("{{ {} }}", parts.join(", ")), &lines.join(", "));
         self.error_doc_names.insert(key, name.clone());
@@ -1526,7 +1631,7 @@ impl<'s, 'a> Writer<'s, 'a> {
                 h.action,
                 h.name,
                 comment(h.value.as_deref().unwrap_or("")),
-                self.site.at(h.at)
+                self.at(h.at)
             );
         }
         if let Some(n) = self.function_names.get(&body) {
@@ -1544,5 +1649,48 @@ impl<'s, 'a> Writer<'s, 'a> {
         });
         self.function_names.insert(body, n.clone());
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lua_class;
+    use crate::luare::byteset::ByteSet;
+
+    /// Each class, run by Lua 5.4 on every byte, takes exactly the set's bytes.
+    #[test]
+    fn byte_sets_as_lua_classes_take_the_same_bytes() {
+        if std::process::Command::new("lua5.4").arg("-v").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "lua5.4 must be installed");
+            eprintln!("lua5.4 missing: skipped");
+            return;
+        }
+        let sets = [
+            ByteSet::single(b'/').negate(),
+            ByteSet::range(b'a', b'z')
+                .union(ByteSet::range(b'0', b'9'))
+                .union(ByteSet::single(b'"'))
+                .case_fold(),
+            ByteSet::range(b'!', b'~'),
+            ByteSet::range(0, 31).union(ByteSet::single(b'%')).union(ByteSet::single(b']')),
+            ByteSet::range(0x80, 0xff).union(ByteSet::single(b'-')).union(ByteSet::single(b'^')),
+            ByteSet::single(b'a'),
+        ];
+        let mut script = String::new();
+        for set in &sets {
+            let class = crate::translate::lua::bytes(&lua_class(*set, "^"));
+            script.push_str(&format!(
+                "do local t = {{}} for b = 0, 255 do t[#t + 1] = string.find(string.char(b), {class}) and '1' or '0' end print(table.concat(t)) end\n"
+            ));
+        }
+        let out = std::process::Command::new("lua5.4").args(["-e", &script]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+        for (set, line) in sets.iter().zip(&lines) {
+            let want: String = (0..=255u8).map(|b| if set.contains(b) { '1' } else { '0' }).collect();
+            assert_eq!(line, &want, "{}", String::from_utf8_lossy(&lua_class(*set, "^")));
+        }
+        assert_eq!(lines.len(), sets.len());
+        assert_eq!(lua_class(ByteSet::single(b'/').negate(), "$"), b"[^%/]$");
     }
 }

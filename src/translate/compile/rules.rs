@@ -385,9 +385,15 @@ fn condition(
         CondKind::Regex => {
             let fast = if need_cc && !neg { None } else { w.test(op, nocase, "s") };
             match fast {
-                Some(t) => {
-                    let _ = writeln!(out, "{ind}ok = {not}({t})");
-                }
+                Some(t) => match t.strip_suffix(" ~= nil").filter(|e| neg && one_call(e)) {
+                    // (`not (find(s, "x") ~= nil)` reads better as `find(s, "x") == nil`)
+                    Some(e) => {
+                        let _ = writeln!(out, "{ind}ok = {e} == nil");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{ind}ok = {not}({t})");
+                    }
+                },
                 None => {
                     let r = w.regex(op, nocase)?;
                     let _ = writeln!(out, "{ind}m = exec({r}, s)");
@@ -456,6 +462,37 @@ fn condition(
     Ok(out)
 }
 
+/// Whether Lua expression `e` is one call (`find(s, "x")`) or one parenthesised
+/// expression, strings aside: what `== nil` can follow without parentheses.
+fn one_call(e: &str) -> bool {
+    let b = e.as_bytes();
+    let Some(open) = e.find('(') else { return false };
+    if !(open == 0 || e[..open].bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')) {
+        return false;
+    }
+    let (mut depth, mut i) = (0usize, open);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i == b.len() - 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
 /// The conditions of `list` worth deciding once: written the same (test, pattern, flags)
 /// in more than one rule, reading no back-reference (`$N`, `%N`), in rules without [OR]
 /// and without `%N`; at most 64 (Lua's limit on locals is 200).
@@ -486,7 +523,7 @@ fn shared_conditions(list: &[&RewriteRule]) -> Vec<String> {
 /// (`server`: the rules check_server lets in).
 pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool) -> Result<String, String> {
     let mut out = String::new();
-    let first = list.first().map(|r| w.site.at(r.at)).unwrap_or_default();
+    let first = list.first().map(|r| w.at(r.at)).unwrap_or_default();
     if server {
         let _ = writeln!(
             out,
@@ -506,9 +543,8 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
     } else {
         out.push_str("  local subject = core.subject(cx, perdir)\n");
     }
-    out.push_str("  local H = cx.headers\n");
-    out.push_str("  local rc, cc, m, s, ok\n");
-    out.push_str("  local _ = H, rc, cc, m, s, ok\n");
+    // (the locals the tests below use, declared once they are written)
+    let locals_at = out.len();
     let memo = shared_conditions(list);
     if !memo.is_empty() {
         out.push_str(
@@ -520,7 +556,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
     }
     for (k, r) in list.iter().enumerate() {
         let next = format!("rule_{}", k + 2);
-        let _ = writeln!(out, "\n  -- {}\n  -- {}", rule_text(r), w.site.at(r.at));
+        let _ = writeln!(out, "\n  -- {} ({})", rule_text(r), w.at(r.at));
         out.push_str("  do\n");
         if r.has(RuleFlagKind::NoSubreq) || r.has(RuleFlagKind::Redirect) {
             // mod_rewrite skips [NS] and [R] rules in mod_dir's DirectoryIndex sub-request.
@@ -595,15 +631,24 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
             // (a condition written more than once is decided once, in c<n>)
             let mut test = "ok".to_string();
             for (j, c) in chain.iter().enumerate() {
-                let _ = writeln!(out, "    -- {}\n    -- {}", cond_text(c), w.site.at(c.at));
+                let _ = writeln!(out, "    -- {} ({})", cond_text(c), w.at(c.at));
                 let shared = (!cond_groups && reads != Reads::Record && chain.len() == 1)
                     .then(|| memo.iter().position(|m| *m == cond_text(c)))
                     .flatten();
                 if let Some(n) = shared {
                     let n = n + 1;
                     let _ = writeln!(out, "    if c{n} == nil then");
-                    out.push_str(&condition(w, c, cond_groups, whole, reads, "      ")?);
-                    let _ = writeln!(out, "      c{n} = ok\n    end");
+                    let code = condition(w, c, cond_groups, whole, reads, "      ")?;
+                    // (the test's value straight into c<n> when it is the last line)
+                    match code.strip_suffix('\n').and_then(|c| c.rsplit_once("\n      ok = ")) {
+                        Some((head, value)) if !value.contains('\n') => {
+                            let _ = writeln!(out, "{head}\n      c{n} = {value}\n    end");
+                        }
+                        _ => {
+                            out.push_str(&code);
+                            let _ = writeln!(out, "      c{n} = ok\n    end");
+                        }
+                    }
                     test = format!("c{n}");
                 } else if j == 0 {
                     out.push_str(&condition(w, c, cond_groups, whole, reads, "    ")?);
@@ -688,13 +733,18 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
                 && !how.contains('D');
             let _ = writeln!(out, "    local new = {e}");
             out.push_str(&env_lines);
-            let ind = if path_only {
+            // (a URL-path written out whole, without `?`: nothing to split)
+            let literal =
+                path_only && pieces.iter().all(|p| matches!(p, Piece::Lit(b) if !b.contains(&b'?')));
+            let ind = if literal {
+                ""
+            } else if path_only {
                 out.push_str("    if find(new, \"?\", 1, true) then\n");
                 "      "
             } else {
                 "    "
             };
-            if backrefs && !r.has(RuleFlagKind::UnsafeAllow3F) {
+            if !literal && backrefs && !r.has(RuleFlagKind::UnsafeAllow3F) {
                 // The pieces again, for the ranges an encoded `?` could come from.
                 let kinds: String = pieces
                     .iter()
@@ -715,15 +765,17 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
                     "{ind}local unsafe = (find(cx.target, \"%%3[fF]\") or find(cx.orig_method, \"%%3[fF]\")) and core.marks(\"{kinds}\", {})",
                     parts.join(", ")
                 );
-            } else {
+            } else if !literal {
                 let _ = writeln!(out, "{ind}local unsafe = nil");
             }
-            let _ = writeln!(out, "{ind}new = core.split_query(cx, new, \"{how}\", unsafe)");
-            let _ = write!(
-                out,
-                "{ind}if not new then\n{ind}  cx.status = 403\n{ind}  do return \"status\" end\n{ind}end\n"
-            );
-            if path_only {
+            if !literal {
+                let _ = writeln!(out, "{ind}new = core.split_query(cx, new, \"{how}\", unsafe)");
+                let _ = write!(
+                    out,
+                    "{ind}if not new then\n{ind}  cx.status = 403\n{ind}  do return \"status\" end\n{ind}end\n"
+                );
+            }
+            if path_only && !literal {
                 out.push_str("    end\n");
             }
             if r.has(RuleFlagKind::DiscardPathInfo) {
@@ -748,7 +800,7 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
             let _ = writeln!(out, "    code = {c}");
         }
         if r.has(RuleFlagKind::End) {
-            out.push_str("    do return action, code, true end\n");
+            out.push_str("    do return action, code, core.END end\n");
         } else if r.has(RuleFlagKind::Last) {
             out.push_str("    do return action, code, false end\n");
         } else if r.substitution != "-" {
@@ -767,5 +819,33 @@ pub fn function(w: &mut Writer, name: &str, list: &[&RewriteRule], server: bool)
         let _ = writeln!(out, "  ::{next}::");
     }
     out.push_str("  return action, code, false\nend\n");
+    let used = crate::translate::runtime::words(&out[locals_at..]);
+    let locals: Vec<&str> = ["rc", "cc", "m", "s", "ok"].into_iter().filter(|l| used.contains(l)).collect();
+    let mut decl = String::new();
+    if used.contains("H") {
+        decl.push_str("  local H = cx.headers\n");
+    }
+    if !locals.is_empty() {
+        let _ = writeln!(decl, "  local {}", locals.join(", "));
+    }
+    out.insert_str(locals_at, &decl);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_one_call_takes_a_comparison_unparenthesised() {
+        for e in [
+            "find(s, \"//\", 1, true)",
+            "(find(s, \"a\") or find(s, \")\"))",
+            "core.f(s)",
+            "find(s, \"\\\")\")",
+        ] {
+            assert!(super::one_call(e), "{e}");
+        }
+        for e in ["find(s, \"a\") or find(s, \"b\")", "a + f(s)", "f(s)(t)", "x", "(a) and (b)"] {
+            assert!(!super::one_call(e), "{e}");
+        }
+    }
 }
