@@ -201,11 +201,15 @@ pub fn ends(pattern: &str, opts: &Options) -> Option<Ends> {
     let parsed = super::parser::parse(pattern, opts).ok()?;
     let Node::Concat(items) = &parsed.root else { return None };
     let (Node::Assert(Assertion::End), body) = items.split_last()? else { return None };
-    // What comes first: `^.*`, `^.+`, `.*` or `.+` (any byte, repeated without bound),
-    // or nothing before the literal part of an unanchored pattern.
+    // What comes first: `^.*`, `^.+`, `.*` or `.+` (any byte, repeated without bound,
+    // giving bytes back: a possessive `.*+` never leaves any for the rest), or nothing
+    // before the literal part of an unanchored pattern.
     let (min, rest) = match body {
         [Node::Assert(Assertion::Start), Node::Repeat(r), rest @ ..] | [Node::Repeat(r), rest @ ..]
-            if r.max.is_none() && r.min <= 1 && r.node.single_byte().is_some_and(|s| s.is_full()) =>
+            if r.max.is_none()
+                && r.min <= 1
+                && r.mode != RepeatMode::Possessive
+                && r.node.single_byte().is_some_and(|s| s.is_full()) =>
         {
             (r.min as usize, rest)
         }
@@ -446,6 +450,7 @@ mod tests {
             "^.*\\.bak$",
             "x(a|b)y$",
             ".+ht$",
+            ".*?\\.txt$",
         ];
         let subjects: [&[u8]; 16] = [
             b"",
@@ -478,7 +483,18 @@ mod tests {
             }
         }
         assert!(checked > 200);
-        for p in ["\\.(gif|jpe?g)$", "^x(a|b)$", "(a|b)(c|d)$", "\\.php", ".{2}x$", "(a|)$", "(?=a)b$"] {
+        for p in [
+            ".++\\.txt$",
+            "^.*+\\.txt$",
+            ".{1,}+x$",
+            "\\.(gif|jpe?g)$",
+            "^x(a|b)$",
+            "(a|b)(c|d)$",
+            "\\.php",
+            ".{2}x$",
+            "(a|)$",
+            "(?=a)b$",
+        ] {
             assert_eq!(ends(p, &Options::apache(false)), None, "{p}");
         }
     }

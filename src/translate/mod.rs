@@ -75,6 +75,8 @@ pub struct Conversion {
     /// The folder of php-fpm's pid file, log and sockets, when there are pools (made by
     /// the writer, root's: `fpm::run_dir`).
     pub fpm_run: Option<PathBuf>,
+    /// What the runtime files are cut to, module by module (`runtime::Runtime`).
+    pub runtime: runtime::Runtime,
 }
 
 /// Something outside the output that lighttpd reads or runs, with the Apache `file:line`
@@ -294,21 +296,25 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         drop(data);
     }
     // The fixed runtime cut to the parts the compiled modules name (translate::runtime);
-    // the interpreter reads every part of lighten_plans.lua.
-    let words = runtime::words_of(compiled.iter().filter_map(|c| c.as_ref().ok()).map(|c| c.body.as_str()));
-    if compiled.iter().any(Result::is_ok) {
-        files.push((lua_dir.join("lighten_core.lua"), runtime::cut(CORE, &runtime::needed(CORE, &words))));
+    // the interpreter reads every part of lighten_plans.lua, and PCRE2.
+    let mut rt = runtime::Runtime { interpreted, ..Default::default() };
+    for (i, c) in compiled.iter().enumerate() {
+        if let (Ok(c), Some(module)) = (c, &modules[i]) {
+            rt.modules
+                .entry(lua_dir.join(format!("{module}.lua")))
+                .or_insert_with(|| runtime::Needs::of(&c.body));
+        }
     }
-    // (PCRE2, for the interpreter and for a module with a pattern no plain test decides)
-    let bodies = || compiled.iter().filter_map(|c| c.as_ref().ok()).map(|c| c.body.as_str());
-    if interpreted || bodies().any(|b| b.contains("require(\"lighten_re\")")) {
+    if compiled.iter().any(Result::is_ok) {
+        files.push((lua_dir.join("lighten_core.lua"), runtime::cut(CORE, &rt.core())));
+    }
+    if rt.re() {
         files.push((
             lua_dir.join("lighten_re.lua"),
             include_str!("../../templates/lua/lighten_re.lua").to_string(),
         ));
     }
-    let plans = if interpreted { runtime::all(PLANS) } else { runtime::needed(PLANS, &words) };
-    files.push((lua_dir.join("lighten_plans.lua"), runtime::cut(PLANS, &plans)));
+    files.push((lua_dir.join("lighten_plans.lua"), runtime::cut(PLANS, &rt.plans())));
     if conf::uses_basic_auth(model) {
         files.push((lua_dir.join(conf::REALM_FILE), conf::realm_script(opts)));
     }
@@ -393,6 +399,7 @@ pub fn convert(model: &Model, cfg: &Config, opts: &Options) -> Conversion {
         user_at: user.map(|u| cfg.sources.line_ref(u.span)).unwrap_or_default(),
         fpm_run: (!site_pools.pools.is_empty()).then(|| fpm::run_dir(opts)),
         pools: site_pools.pools,
+        runtime: rt,
     }
 }
 

@@ -63,6 +63,62 @@ fn marker(line: &str) -> Option<Option<Part>> {
     }))
 }
 
+/// What one compiled module needs of the runtime: the parts of lighten_core.lua and of
+/// lighten_plans.lua its code names, and whether it loads PCRE2 (lighten_re.lua).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    pub core: BTreeSet<String>,
+    pub plans: BTreeSet<String>,
+    pub re: bool,
+}
+
+impl Needs {
+    /// What the module `code` needs.
+    pub fn of(code: &str) -> Needs {
+        let w = words(code);
+        Needs {
+            core: needed(super::CORE, &w),
+            plans: needed(super::PLANS, &w),
+            re: code.contains("require(\"lighten_re\")"),
+        }
+    }
+}
+
+/// What an output's runtime is cut to: the needs of each compiled module file, and
+/// whether a host is interpreted (lighten.lua reads every part of lighten_plans.lua and
+/// PCRE2). Kept by `lighten watch`, whose site steps replace one site's modules and work
+/// out the parts again without reading the others.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Runtime {
+    pub modules: std::collections::BTreeMap<std::path::PathBuf, Needs>,
+    pub interpreted: bool,
+}
+
+impl Runtime {
+    /// The parts of lighten_core.lua the output ships.
+    pub fn core(&self) -> BTreeSet<String> {
+        self.modules.values().flat_map(|n| n.core.iter().cloned()).collect()
+    }
+
+    /// The parts of lighten_plans.lua the output ships.
+    pub fn plans(&self) -> BTreeSet<String> {
+        if self.interpreted {
+            return all(super::PLANS);
+        }
+        self.modules.values().flat_map(|n| n.plans.iter().cloned()).collect()
+    }
+
+    /// Whether the output ships lighten_re.lua.
+    pub fn re(&self) -> bool {
+        self.interpreted || self.modules.values().any(|n| n.re)
+    }
+
+    /// The parts of `template` (lighten_core.lua's or lighten_plans.lua's) the output ships.
+    pub fn parts_of(&self, template: &str) -> BTreeSet<String> {
+        if std::ptr::eq(template, super::CORE) { self.core() } else { self.plans() }
+    }
+}
+
 /// The template a file of the output is cut from (lua/lighten_core.lua,
 /// lua/lighten_plans.lua), if it is one.
 pub fn template_of(rel: &std::path::Path) -> Option<&'static str> {
@@ -120,11 +176,6 @@ pub fn words(code: &str) -> BTreeSet<&str> {
         }
     }
     out
-}
-
-/// The identifiers of every text in `codes`.
-pub fn words_of<'a>(codes: impl Iterator<Item = &'a str>) -> BTreeSet<&'a str> {
-    codes.flat_map(words).collect()
 }
 
 /// The names of every part of `template`.

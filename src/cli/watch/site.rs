@@ -41,6 +41,8 @@ pub struct Base {
     /// for 1,000 accounts), and kept while the model stays (`None` after a site-only step
     /// for .htaccess files, which changes the model in place; made again when needed).
     pub prints: Option<crate::model::Prints>,
+    /// What the runtime files in force are cut to, module by module.
+    pub runtime: translate::runtime::Runtime,
 }
 
 impl Base {
@@ -52,7 +54,7 @@ impl Base {
             .map(|(rel, text)| (rel.clone(), translate::lua_digest(rel, text, out_dir)))
             .collect();
         let prints = Some(model.prints());
-        Base { cfg, model, lua, prints }
+        Base { cfg, model, lua, prints, runtime: conv.runtime.clone() }
     }
 }
 
@@ -66,6 +68,7 @@ const IDENTITY: &str = "lua/lighten_output.lua";
 struct Put {
     files: Vec<(PathBuf, String)>,
     lua: Vec<(PathBuf, u64)>,
+    runtime: translate::runtime::Runtime,
 }
 use crate::watch::REPORTS;
 
@@ -283,6 +286,7 @@ impl Job {
         crate::plan::apply(&self.out_dir, &put.files)
             .map_err(|e| format!("writing {}: {e:#}", self.out_dir.display()))?;
         base.lua = put.lua;
+        base.runtime = put.runtime;
         Ok(())
     }
 
@@ -334,6 +338,13 @@ impl Job {
         // (lua/realm.lua and lua/lighten_re.lua when the new conversion has them: counted in
         // the identity whether written or already there)
         let mut shared = Vec::new();
+        // The output's runtime with the site's modules as they are now.
+        let mut runtime = base.runtime.clone();
+        for m in old.runtime.modules.keys() {
+            runtime.modules.remove(m);
+        }
+        runtime.modules.extend(new.runtime.modules.clone());
+        let mut runtime_files = Vec::new();
         for rel in old_files.keys().chain(new_files.keys()).collect::<std::collections::BTreeSet<_>>() {
             let (o, n) = (old_files.get(rel).copied(), new_files.get(rel).copied());
             let name = rel.to_string_lossy();
@@ -381,36 +392,34 @@ impl Job {
                 continue;
             }
             if let Some(template) = translate::runtime::template_of(rel) {
-                // lighten_core.lua or lighten_plans.lua cut to another set of parts: the
-                // output's copy serves when it keeps every part the site now needs, else
-                // it gets those parts too (the hook scripts read the folder's modules
-                // anew with the identity). Another lighten's copy is a whole step.
-                let (Some(_), Some(n)) = (o, n) else {
-                    return Err(format!("{name} comes or goes"));
-                };
+                // lighten_core.lua or lighten_plans.lua, cut to the parts the output's
+                // modules name: worked out again with the site's modules replaced, as the
+                // whole conversion would (written before the modules: a new module never
+                // runs on a runtime without its parts). Another lighten's copy is a whole
+                // step.
                 let whole = on_disk(rel).ok_or(format!("{name} is not in the output"))?;
                 let kept = translate::runtime::kept(template, &whole);
                 if translate::runtime::cut(template, &kept) != whole {
                     return Err(format!("{name} in the output is not this lighten's"));
                 }
-                let needed = translate::runtime::kept(template, n);
-                if !needed.is_subset(&kept) {
-                    let both = kept.union(&needed).cloned().collect();
-                    out.push(((*rel).clone(), translate::runtime::cut(template, &both)));
+                let parts = runtime.parts_of(template);
+                if parts != kept {
+                    runtime_files.push(((*rel).clone(), translate::runtime::cut(template, &parts)));
                 }
                 continue;
             }
             if name == "lua/lighten_re.lua" {
-                // PCRE2, which the site's first regex no plain test decides brings:
-                // written unless the output has it; whether the output still needs it
-                // when it goes depends on the other sites (a whole step).
-                let Some(n) = n else {
-                    return Err(format!("{name} goes with the site's last regex"));
-                };
-                if on_disk(rel).as_deref() != Some(n.as_str()) {
-                    out.push(((*rel).clone(), n.clone()));
+                // PCRE2, which the output needs while one module (or the interpreter) does:
+                // written unless the output has it; when no module needs it any more, it
+                // would leave the output's identity, which a whole step takes care of.
+                if !runtime.re() {
+                    return Err(format!("{name} goes with the output's last regex"));
                 }
-                shared.push(((*rel).clone(), n.clone()));
+                let text = include_str!("../../../templates/lua/lighten_re.lua");
+                if on_disk(rel).as_deref() != Some(text) {
+                    runtime_files.push(((*rel).clone(), text.to_string()));
+                }
+                shared.push(((*rel).clone(), text.to_string()));
                 continue;
             }
             let (Some(o), Some(n)) = (o, n) else {
@@ -428,13 +437,14 @@ impl Job {
             }
             out.push(((*rel).clone(), n.clone()));
         }
-        if out.is_empty() && table.is_none() && conf.is_none() {
-            return Ok(Put { files: out, lua: base.lua.clone() });
+        if out.is_empty() && runtime_files.is_empty() && table.is_none() && conf.is_none() {
+            return Ok(Put { files: out, lua: base.lua.clone(), runtime });
         }
+        out.splice(0..0, runtime_files);
         out.extend(table.map(|t| (PathBuf::from(SAFETY_NET), t)));
         out.extend(conf.map(|t| (PathBuf::from("lighttpd.conf"), t)));
         let order: Vec<&PathBuf> = new.files.iter().map(|(r, _)| r).collect();
-        self.with_identity(base, out, shared, &order)
+        self.with_identity(base, out, shared, &order, runtime)
     }
 
     /// `files` followed by the output's new identity, from the kept digests: those of the
@@ -447,6 +457,7 @@ impl Job {
         mut files: Vec<(PathBuf, String)>,
         shared: Vec<(PathBuf, String)>,
         order: &[&PathBuf],
+        runtime: translate::runtime::Runtime,
     ) -> Result<Put, String> {
         let identity = PathBuf::from(IDENTITY);
         let now = std::fs::read_to_string(self.out_dir.join(&identity)).ok();
@@ -459,7 +470,7 @@ impl Job {
             .ok_or("a new Lua file has no place in the output's order")?;
         let id = translate::output_id_of(lua.iter().map(|(_, d)| *d));
         files.push((identity, translate::conf::output_file(&id)));
-        Ok(Put { files, lua })
+        Ok(Put { files, lua, runtime })
     }
 
     /// The same per-directory files saved again (or a folder without any made): the
@@ -471,9 +482,9 @@ impl Job {
         let table =
             restat_table(&whole, changed).ok_or(format!("{SAFETY_NET}: an entry cannot be read again"))?;
         if table == whole {
-            return Ok(Put { files: Vec::new(), lua: base.lua.clone() });
+            return Ok(Put { files: Vec::new(), lua: base.lua.clone(), runtime: base.runtime.clone() });
         }
-        self.with_identity(base, vec![(rel, table)], Vec::new(), &[])
+        self.with_identity(base, vec![(rel, table)], Vec::new(), &[], base.runtime.clone())
     }
 }
 
