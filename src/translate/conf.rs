@@ -332,8 +332,11 @@ pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBloc
              \x20   local site = loaded[module]\n\
              \x20   if not site then\n\
              \x20     site = require(module)\n\
-             \x20     -- what loading left behind goes now, not after the state has grown\n\
+             \x20     -- what loading left behind goes now, not after the state has grown; then a\n\
+             \x20     -- cycle each time the heap has grown a fifth (Lua waits for it to double,\n\
+             \x20     -- and lighttpd's resident memory keeps the high-water mark)\n\
              \x20     collectgarbage()\n\
+             \x20     collectgarbage(\"setpause\", 120)\n\
              \x20   end\n\
              \x20   return loaded.lighten_core[entry](l, site)\n\
              \x20 end\n\
@@ -349,6 +352,7 @@ pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBloc
              \x20   if not site then\n\
              \x20     site = require(\"lighten_site\")\n\
              \x20     collectgarbage()\n\
+             \x20     collectgarbage(\"setpause\", 120)\n\
              \x20   end\n\
              \x20   return loaded.lighten[entry](l, site, n)\n\
              \x20 end\n\
