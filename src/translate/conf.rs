@@ -51,13 +51,10 @@ fn lane_title(model: &Model, cfg: &Config, h: Option<usize>) -> String {
 /// A host's static lane (`translate::lane`), as lines of its block.
 pub fn lane_block(l: &super::lane::Lane, title: &str) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "    # The static lane of {title}: on while `lighten watch` runs.");
-    out.push_str(
-        "    # lighttpd serves these files alone, as Apache would (no rule, access check, header or\n",
-    );
-    out.push_str("    # handler of Apache's acts on them there); a missing one goes back through the Lua.\n");
+    let _ = writeln!(out, "    # The static lane of {title}, on while `lighten watch` runs:");
+    out.push_str("    # files no rule, access check, header or handler of Apache's acts on, served by\n");
     let not = if l.excluded.is_empty() { String::new() } else { format!("; not: {}", l.excluded.join(", ")) };
-    let _ = writeln!(out, "    # In it: {}{not}", comment(&l.folders.join(", ")));
+    let _ = writeln!(out, "    # lighttpd alone. In it: {}{not}", comment(&l.folders.join(", ")));
     let _ = writeln!(out, "    $HTTP[\"url\"] =~ var.lighten_lane + {} {{", q(&l.url));
     // (GET alone: a string compare where GET or HEAD would be a regex match per request;
     // HEAD goes through the Lua, which answers it as Apache does)
@@ -68,9 +65,8 @@ pub fn lane_block(l: &super::lane::Lane, title: &str) -> String {
     let _ = writeln!(out, "          magnet.attract-response-start-to = ( )");
     let _ = writeln!(
         out,
-        "          # what lighttpd left encoded (an encoded slash), and what is not a file, is"
+        "          # an encoded byte left, or not a file: the Lua decides, from the request as sent"
     );
-    let _ = writeln!(out, "          # the Lua's to decide, from the request as sent");
     let _ = writeln!(out, "          url.rewrite-once = ( \"%\" => \"/.lighten-lane-miss\" )");
     let _ = writeln!(out, "          url.rewrite-if-not-file = ( \"\" => \"/.lighten-lane-miss\" )");
     let types: Vec<String> =
@@ -332,9 +328,7 @@ pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBloc
              \x20   local site = loaded[module]\n\
              \x20   if not site then\n\
              \x20     site = require(module)\n\
-             \x20     -- what loading left behind goes now, not after the state has grown; then a\n\
-             \x20     -- cycle each time the heap has grown a fifth (Lua waits for it to double,\n\
-             \x20     -- and lighttpd's resident memory keeps the high-water mark)\n\
+             \x20     -- what loading left behind goes now; then a cycle each time the heap grows a fifth\n\
              \x20     collectgarbage()\n\
              \x20     collectgarbage(\"setpause\", 120)\n\
              \x20   end\n\
