@@ -327,10 +327,11 @@ pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBloc
              \x20 return function(l)\n\
              \x20   local site = loaded[module]\n\
              \x20   if not site then\n\
-             \x20     site = require(module)\n\
-             \x20     -- what loading left behind goes now; then a cycle each time the heap grows a fifth\n\
-             \x20     collectgarbage()\n\
+             \x20     -- a cycle each time the heap grows a fifth (lighttpd's resident memory keeps\n\
+             \x20     -- the high-water mark), and what loading left behind goes now\n\
              \x20     collectgarbage(\"setpause\", 120)\n\
+             \x20     site = require(module)\n\
+             \x20     collectgarbage()\n\
              \x20   end\n\
              \x20   return loaded.lighten_core[entry](l, site)\n\
              \x20 end\n\
@@ -344,9 +345,9 @@ pub fn hosts_module(model: &Model, cfg: &Config, site: &Site, blocks: &[HostBloc
              \x20 return function(l)\n\
              \x20   local site = loaded.lighten_site\n\
              \x20   if not site then\n\
+             \x20     collectgarbage(\"setpause\", 120)\n\
              \x20     site = require(\"lighten_site\")\n\
              \x20     collectgarbage()\n\
-             \x20     collectgarbage(\"setpause\", 120)\n\
              \x20   end\n\
              \x20   return loaded.lighten[entry](l, site, n)\n\
              \x20 end\n\
