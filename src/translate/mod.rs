@@ -644,3 +644,56 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
         parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// lighten_mime.lua, run by lua5.4 on a TypesConfig with comments, upper case and an
+    /// extension given twice, gives each extension the type of the last line naming it, as
+    /// Apache's mod_mime does (and `mime_types` does for the lane).
+    #[test]
+    fn the_mime_module_takes_the_last_line_naming_an_extension() {
+        if std::process::Command::new("lua5.4").arg("-v").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "lua5.4 must be installed");
+            eprintln!("lua5.4 missing: skipped");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let types = dir.path().join("mime.types");
+        let mut text = String::from("# comment: text/x-no no\n\ttext/plain\ttxt TEXT\naudio/AMR amr\n");
+        // (more than one piece of 128 entries)
+        for i in 0..300 {
+            text.push_str(&format!("application/x-e{i} e{i} f{i}\n"));
+        }
+        text.push_str("audio/amr AMR\n  #indented comment xyz\nimage/png png\nonly-a-type\n");
+        std::fs::write(&types, &text).unwrap();
+        let module = dir.path().join("lighten_mime.lua");
+        let path = types.to_string_lossy().into_owned();
+        std::fs::write(&module, super::mime_text(&path, &path)).unwrap();
+        let asks = ["txt", "text", "amr", "e0", "f299", "e150", "png", "no", "xyz", "only-a-type", "", "a b"];
+        let script = format!(
+            "local m = dofile({}) for _, e in ipairs({{{}}}) do print(e .. '=' .. tostring(m[e])) end",
+            super::lua::string(&module.to_string_lossy()),
+            asks.iter().map(|a| super::lua::string(a)).collect::<Vec<_>>().join(", ")
+        );
+        let out = std::process::Command::new("lua5.4").args(["-e", &script]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let got: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "txt=text/plain",
+                "text=text/plain",
+                "amr=audio/amr",
+                "e0=application/x-e0",
+                "f299=application/x-e299",
+                "e150=application/x-e150",
+                "png=image/png",
+                "no=nil",
+                "xyz=nil",
+                "only-a-type=nil",
+                "=nil",
+                "a b=nil"
+            ]
+        );
+    }
+}
