@@ -266,6 +266,23 @@ impl<T: Into<Value>> From<Vec<T>> for Value {
     }
 }
 
+/// Runs `script` with lua5.4 and gives the lines it prints, or `None` (skipped, said on
+/// stderr) when lua5.4 is missing outside CI: for the tests that hold generated Lua to
+/// what the Rust side means.
+#[cfg(test)]
+pub fn run_lua5_4(script: &str) -> Option<Vec<String>> {
+    let out = match std::process::Command::new("lua5.4").args(["-e", script]).output() {
+        Ok(out) => out,
+        Err(_) => {
+            assert!(std::env::var_os("CI").is_none(), "lua5.4 must be installed");
+            eprintln!("lua5.4 missing: skipped");
+            return None;
+        }
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,8 +36,23 @@ pub struct Part {
     pub words: Vec<String>,
 }
 
-/// The optional parts of `template`, in order of first appearance, each once.
-pub fn parts(template: &str) -> Vec<Part> {
+/// The optional parts of `template`, in order of first appearance, each once: read once
+/// for lighten_core.lua and lighten_plans.lua (every module of a conversion asks, 2,000 on
+/// a big server).
+pub fn parts(template: &'static str) -> std::sync::Arc<Vec<Part>> {
+    static READ: std::sync::Mutex<Vec<(usize, std::sync::Arc<Vec<Part>>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let key = template.as_ptr() as usize;
+    let mut read = READ.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = read.iter().find(|(k, _)| *k == key) {
+        return p.clone();
+    }
+    let p = std::sync::Arc::new(read_parts(template));
+    read.push((key, p.clone()));
+    p
+}
+
+fn read_parts(template: &str) -> Vec<Part> {
     let mut out: Vec<Part> = Vec::new();
     for line in template.lines() {
         let Some(p) = marker(line) else { continue };
@@ -179,16 +194,16 @@ pub fn words(code: &str) -> BTreeSet<&str> {
 }
 
 /// The names of every part of `template`.
-pub fn all(template: &str) -> BTreeSet<String> {
-    parts(template).into_iter().map(|p| p.name).collect()
+pub fn all(template: &'static str) -> BTreeSet<String> {
+    parts(template).iter().map(|p| p.name.clone()).collect()
 }
 
 /// The names of the parts of `template` the modules' `words` need.
-pub fn needed(template: &str, words: &BTreeSet<&str>) -> BTreeSet<String> {
+pub fn needed(template: &'static str, words: &BTreeSet<&str>) -> BTreeSet<String> {
     parts(template)
-        .into_iter()
+        .iter()
         .filter(|p| p.words.iter().any(|w| words.contains(w.as_str())))
-        .map(|p| p.name)
+        .map(|p| p.name.clone())
         .collect()
 }
 
@@ -239,9 +254,9 @@ pub fn left_out(shipped: &str) -> BTreeSet<String> {
 }
 
 /// The parts a shipped copy of `template` keeps.
-pub fn kept(template: &str, shipped: &str) -> BTreeSet<String> {
+pub fn kept(template: &'static str, shipped: &str) -> BTreeSet<String> {
     let out = left_out(shipped);
-    parts(template).into_iter().map(|p| p.name).filter(|n| !out.contains(n)).collect()
+    parts(template).iter().map(|p| p.name.clone()).filter(|n| !out.contains(n)).collect()
 }
 
 #[cfg(test)]

@@ -415,7 +415,7 @@ impl Job {
                 if !runtime.re() {
                     return Err(format!("{name} goes with the output's last regex"));
                 }
-                let text = include_str!("../../../templates/lua/lighten_re.lua");
+                let text = translate::RE;
                 if on_disk(rel).as_deref() != Some(text) {
                     runtime_files.push(((*rel).clone(), text.to_string()));
                 }
